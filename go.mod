@@ -1,0 +1,3 @@
+module github.com/freshen-dev/freshen
+
+go 1.26

@@ -1,0 +1,123 @@
+package refresh
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Clock is the one source of time in Freshen. Production uses SystemClock;
+// the simulator and tests use a VirtualClock, and the demo a ScaledClock.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// After returns a channel that receives the clock's time once d has
+	// passed on this clock.
+	After(d time.Duration) <-chan time.Time
+}
+
+// SystemClock is the real wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// After returns time.After(d).
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// ScaledClock runs Speed times faster than the wall clock, starting at
+// Origin when it is created. The demo uses it to show a day in minutes.
+type ScaledClock struct {
+	origin time.Time // virtual time at start
+	start  time.Time // wall time at start
+	speed  float64
+}
+
+// NewScaledClock returns a clock that reads origin now and advances speed
+// times faster than the wall clock. speed must be > 0.
+func NewScaledClock(origin time.Time, speed float64) *ScaledClock {
+	return &ScaledClock{origin: origin, start: time.Now(), speed: speed}
+}
+
+// Now returns the scaled time.
+func (c *ScaledClock) Now() time.Time {
+	return c.origin.Add(time.Duration(float64(time.Since(c.start)) * c.speed))
+}
+
+// After fires after d of scaled time.
+func (c *ScaledClock) After(d time.Duration) <-chan time.Time {
+	out := make(chan time.Time, 1)
+	go func() {
+		<-time.After(time.Duration(float64(d) / c.speed))
+		out <- c.Now()
+	}()
+	return out
+}
+
+// VirtualClock is a clock that moves only when told to. Waiters registered
+// with After fire when Set or Advance reach their time.
+type VirtualClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []waiter
+}
+
+type waiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+// NewVirtualClock returns a virtual clock that reads now.
+func NewVirtualClock(now time.Time) *VirtualClock { return &VirtualClock{now: now} }
+
+// Now returns the virtual time.
+func (c *VirtualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// After returns a channel that receives once the clock reaches Now()+d.
+func (c *VirtualClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	at := c.now.Add(d)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, waiter{at: at, ch: ch})
+	return ch
+}
+
+// Advance moves the clock forward by d and fires the waiters that are due.
+func (c *VirtualClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
+
+// Set moves the clock to t (never backwards) and fires the waiters that are
+// due, earliest first.
+func (c *VirtualClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.now) {
+		c.now = t
+	}
+	sort.SliceStable(c.waiters, func(i, j int) bool { return c.waiters[i].at.Before(c.waiters[j].at) })
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(c.now) {
+			w.ch <- c.now
+			continue
+		}
+		kept = append(kept, w)
+	}
+	c.waiters = kept
+}
+
+// Waiters returns how many After channels are waiting; tests use it to know
+// that a loop has gone to sleep.
+func (c *VirtualClock) Waiters() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
+}
