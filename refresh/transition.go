@@ -1,6 +1,11 @@
 package refresh
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/freshen-dev/freshen/rrule"
+)
 
 // Event types: what happened to a model.
 const (
@@ -18,7 +23,7 @@ const (
 	EventCancel  = "cancel"
 )
 
-// Failure decisions (DESIGN.md section 3, Failure).
+// Plans a failure ends in (DESIGN.md section 3, Failure).
 const (
 	DecisionRetry        = "retry"
 	DecisionRetryAligned = "retry_aligned"
@@ -26,21 +31,353 @@ const (
 	DecisionDisable      = "disable"
 )
 
+// KindTimeout is the failure kind of an attempt that passed its deadline.
+const KindTimeout = "timeout"
+
 // Decision explains a transition: which event, which rule decided, and why.
-// It feeds logs, history and the simulator.
+// It feeds logs, history, lifecycle events and the simulator.
 type Decision struct {
+	// Event is one of the Event* constants; "" means nothing happened.
 	Event string
-	// Outcome is the failure decision (retry, retry_aligned, wait_next,
+	// Plan is the failure decision (retry, retry_aligned, wait_next,
 	// disable) for failure and timeout events, else "".
-	Outcome string
+	Plan string
 	// Rule names the rule of DESIGN.md section 3 that decided, e.g.
 	// "failure.1 not retryable".
 	Rule string
-	// Why is a human sentence with the figures that decided.
-	Why     string
+	// Why is a sentence with the figures that decided.
+	Why string
+	// UID is the attempt the event concerns: the one started, ended,
+	// superseded or cancelled, or the stale outcome's uid.
+	UID string
+	// AttemptNo is the number of that attempt in its round.
+	AttemptNo int
+	// Delay is the retry delay computed by rule 4.
 	Delay   time.Duration
 	Kind    string
 	Message string
-	// Reason is the disabled reason when Outcome is disable.
+	// Reason is the disabled reason when Plan is disable.
 	Reason string
+}
+
+// Failure is a failed attempt as reported by a worker, or a timeout.
+type Failure struct {
+	Kind        string
+	Message     string
+	Retryable   bool
+	UserMessage string
+}
+
+// schedule returns the model's parsed schedule, or nil for an on-demand
+// model. Policies are validated before they are stored, so a schedule that
+// no longer parses is treated as none.
+func (m Model) schedule() *rrule.Schedule {
+	if m.Policy.Schedule == "" {
+		return nil
+	}
+	s, err := rrule.Parse(m.Policy.Schedule, rrule.Options{Timezone: m.Policy.Timezone, Created: m.CreatedAt})
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// Next returns next(t) of DESIGN.md: the first scheduled occurrence strictly
+// after t, and false if there is none.
+func (m Model) Next(t time.Time) (time.Time, bool) {
+	if s := m.schedule(); s != nil {
+		return s.Next(t)
+	}
+	return time.Time{}, false
+}
+
+// First returns first(t): the first occurrence at or after t.
+func (m Model) First(t time.Time) (time.Time, bool) {
+	if s := m.schedule(); s != nil {
+		return s.First(t)
+	}
+	return time.Time{}, false
+}
+
+// nextOrZero returns next(t), or the zero time (null) if there is none.
+func (m Model) nextOrZero(t time.Time) time.Time {
+	n, _ := m.Next(t)
+	return n
+}
+
+// idle drops the running attempt, if any.
+func (s *State) idle() {
+	s.AttemptUID = ""
+	s.DeadlineAt = time.Time{}
+	s.StartedAt = time.Time{}
+}
+
+// clearStreak forgets the failure streak and the disabled state.
+func (s *State) clearStreak() {
+	s.AttemptNo = 0
+	s.ConsecutiveFailures = 0
+	s.FailingSince = time.Time{}
+	s.DisabledAt = time.Time{}
+	s.DisabledReason = ""
+}
+
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return "null"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Create gives a new model its first plan: refresh_at = now when trigger is
+// set, else first(now), else null. m carries id, queue, payload and policy;
+// its CreatedAt is set to now if zero and its state is reset.
+func Create(m Model, trigger bool, now time.Time) (Model, Decision) {
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = now
+	}
+	m.State = State{}
+	d := Decision{Event: EventCreate, Rule: "create"}
+	switch first, ok := m.First(now); {
+	case trigger:
+		m.RefreshAt = now
+		d.Why = "created with trigger: refresh now"
+	case ok:
+		m.RefreshAt = first
+		d.Why = "first scheduled occurrence at " + ts(first)
+	default:
+		d.Why = "no schedule and no trigger: nothing planned"
+	}
+	return m, d
+}
+
+// CanStart reports whether Start applies at now: refresh_at <= now, idle,
+// not paused, not disabled.
+func (m Model) CanStart(now time.Time) bool {
+	return !m.RefreshAt.IsZero() && !m.RefreshAt.After(now) && !m.Running() && !m.Paused && !m.Disabled()
+}
+
+// Start starts attempt uid: attempt_no += 1, deadline_at = refresh_at =
+// now + timeout. It changes nothing (Decision.Event "") unless CanStart.
+func Start(m Model, uid string, now time.Time) (Model, Decision) {
+	if !m.CanStart(now) {
+		return m, Decision{}
+	}
+	timeout := time.Duration(m.Policy.Timeout)
+	m.AttemptNo++
+	m.AttemptUID = uid
+	m.StartedAt = now
+	m.DeadlineAt = now.Add(timeout)
+	m.RefreshAt = m.DeadlineAt
+	m.StatusMessage = ""
+	return m, Decision{
+		Event: EventStart, Rule: "start", UID: uid, AttemptNo: m.AttemptNo,
+		Why: fmt.Sprintf("attempt %d starts, deadline %s", m.AttemptNo, ts(m.DeadlineAt)),
+	}
+}
+
+// TimedOut reports whether the running attempt has reached its deadline.
+func (m Model) TimedOut(now time.Time) bool {
+	return m.Running() && !m.DeadlineAt.After(now)
+}
+
+// Timeout fails the running attempt with kind "timeout" once its deadline
+// has passed; it changes nothing otherwise.
+func Timeout(m Model, now time.Time) (Model, Decision) {
+	if !m.TimedOut(now) {
+		return m, Decision{}
+	}
+	f := Failure{
+		Kind:      KindTimeout,
+		Message:   fmt.Sprintf("attempt %d did not finish within %s", m.AttemptNo, m.Policy.Timeout),
+		Retryable: true,
+	}
+	m, d := fail(m, f, now)
+	d.Event = EventTimeout
+	return m, d
+}
+
+// ApplyOutcome applies a worker's outcome, fenced by the attempt uid: an
+// outcome for another attempt, for an idle model, or arriving at or after
+// the deadline is stale and changes nothing.
+func ApplyOutcome(m Model, o Outcome, now time.Time) (Model, Decision) {
+	switch {
+	case !m.Running():
+		return Stale(m, o, "the model has no running attempt")
+	case o.AttemptUID != m.AttemptUID:
+		return Stale(m, o, "attempt "+o.AttemptUID+" is not the current attempt "+m.AttemptUID)
+	case !now.Before(m.DeadlineAt):
+		return Stale(m, o, "arrived at or after the deadline "+ts(m.DeadlineAt)+": the timeout wins")
+	}
+	switch o.Type {
+	case OutcomeSuccess:
+		return Success(m, now)
+	case OutcomeFailure:
+		retryable := o.Retryable == nil || *o.Retryable
+		return Failed(m, Failure{Kind: o.Kind, Message: o.Message, Retryable: retryable, UserMessage: o.UserMessage}, now)
+	case OutcomeStatus:
+		return Status(m, o.Message)
+	}
+	return Stale(m, o, fmt.Sprintf("unknown outcome type %q", o.Type))
+}
+
+// Stale records an outcome that does not apply; the state is unchanged.
+func Stale(m Model, o Outcome, why string) (Model, Decision) {
+	return m, Decision{Event: EventStale, Rule: "stale", UID: o.AttemptUID, Kind: o.Kind, Message: o.Message, Why: why}
+}
+
+// Success ends the running attempt successfully: the streak is cleared and
+// the next run is next(now), or nothing for an on-demand model.
+func Success(m Model, now time.Time) (Model, Decision) {
+	d := Decision{Event: EventSuccess, Rule: "success", UID: m.AttemptUID, AttemptNo: m.AttemptNo}
+	m.idle()
+	m.AttemptNo = 0
+	m.ConsecutiveFailures = 0
+	m.FailingSince = time.Time{}
+	m.LastSuccessAt = now
+	m.RefreshAt = m.nextOrZero(now)
+	d.Why = "succeeded; next run " + ts(m.RefreshAt)
+	return m, d
+}
+
+// Status records the running attempt's progress text and nothing else.
+func Status(m Model, message string) (Model, Decision) {
+	m.StatusMessage = message
+	return m, Decision{Event: EventStatus, Rule: "status", UID: m.AttemptUID, AttemptNo: m.AttemptNo, Message: message, Why: "progress: " + message}
+}
+
+// Failed ends the running attempt with failure f and decides, by the first
+// rule of DESIGN.md section 3 that applies, whether to disable, wait for the
+// next round, or retry (aligned with the schedule or not).
+func Failed(m Model, f Failure, now time.Time) (Model, Decision) {
+	return fail(m, f, now)
+}
+
+func fail(m Model, f Failure, now time.Time) (Model, Decision) {
+	p := m.Policy
+	n := m.AttemptNo
+	d := Decision{Event: EventFailure, UID: m.AttemptUID, AttemptNo: n, Kind: f.Kind, Message: f.Message}
+	m.idle()
+	m.ConsecutiveFailures++
+	if m.FailingSince.IsZero() {
+		m.FailingSince = now
+	}
+	m.LastError = &LastError{Kind: f.Kind, Message: f.Message, At: now}
+	next, hasNext := m.Next(now)
+
+	disable := func(rule, why string) (Model, Decision) {
+		m.RefreshAt = time.Time{}
+		m.DisabledAt = now
+		if f.UserMessage != "" {
+			m.DisabledReason = f.UserMessage
+		} else {
+			m.DisabledReason = p.DisabledReason(m.ConsecutiveFailures, f.Message, m.FailingSince)
+		}
+		d.Plan, d.Rule, d.Why, d.Reason = DecisionDisable, rule, why, m.DisabledReason
+		return m, d
+	}
+
+	if ok, why := p.Retryable(f.Kind, f.Retryable); !ok {
+		return disable("failure.1 not retryable", why)
+	}
+	if giveUp := time.Duration(p.GiveUpAfter); giveUp > 0 {
+		if streak := now.Sub(m.FailingSince); streak >= giveUp {
+			return disable("failure.2 give_up_after", fmt.Sprintf("failing for %s since %s, give_up_after is %s", streak, ts(m.FailingSince), p.GiveUpAfter))
+		}
+	}
+	if max := p.MaxRetries(); n > max {
+		if p.OnExhausted == ExhaustedWaitNext && hasNext {
+			m.AttemptNo = 0
+			m.RefreshAt = next
+			d.Plan, d.Rule = DecisionWaitNext, "failure.3 exhausted, wait_next"
+			d.Why = fmt.Sprintf("attempt %d > max_retries %d; new round at the next occurrence %s", n, max, ts(next))
+			return m, d
+		}
+		why := fmt.Sprintf("attempt %d > max_retries %d", n, max)
+		if p.OnExhausted == ExhaustedWaitNext {
+			why += " and the schedule has no next occurrence"
+		}
+		return disable("failure.3 exhausted", why)
+	}
+	delay := p.Delay(n, m.ID, m.ConsecutiveFailures, m.FailingSince)
+	r := now.Add(delay)
+	d.Delay = delay
+	if p.Aligned() && hasNext && r.Add(time.Duration(p.Timeout)).After(next) {
+		m.RefreshAt = next
+		d.Plan, d.Rule = DecisionRetryAligned, "failure.4 retry aligned"
+		d.Why = fmt.Sprintf("retry %d after %s would run until %s, past the next occurrence %s, which counts as the retry",
+			n, delay, ts(r.Add(time.Duration(p.Timeout))), ts(next))
+		return m, d
+	}
+	m.RefreshAt = r
+	d.Plan, d.Rule = DecisionRetry, "failure.4 retry"
+	d.Why = fmt.Sprintf("retry %d of %d after %s at %s", n, p.MaxRetries(), delay, ts(r))
+	return m, d
+}
+
+// Trigger asks for a refresh now ("the model changed"): disabled state,
+// counters and streak are cleared, a running attempt is superseded (its
+// outcome becomes stale), and refresh_at = now. A paused model stays paused
+// and starts when resumed.
+func Trigger(m Model, now time.Time) (Model, Decision) {
+	d := Decision{Event: EventTrigger, Rule: "trigger", Why: "refresh requested"}
+	if m.Running() {
+		d.UID, d.AttemptNo = m.AttemptUID, m.AttemptNo
+		d.Why += "; running attempt " + m.AttemptUID + " superseded"
+	}
+	m.idle()
+	m.clearStreak()
+	m.RefreshAt = now
+	return m, d
+}
+
+// Enable re-enables a disabled model: counters and streak are cleared and
+// the next run is next(now). On a model that is not disabled it changes
+// nothing.
+func Enable(m Model, now time.Time) (Model, Decision) {
+	d := Decision{Event: EventEnable, Rule: "enable"}
+	if !m.Disabled() {
+		d.Why = "not disabled: nothing changes"
+		return m, d
+	}
+	m.clearStreak()
+	m.RefreshAt = m.nextOrZero(now)
+	d.Why = "enabled; next run " + ts(m.RefreshAt)
+	return m, d
+}
+
+// Pause stops new starts; a running attempt still finishes and its outcome
+// still applies.
+func Pause(m Model) (Model, Decision) {
+	m.Paused = true
+	return m, Decision{Event: EventPause, Rule: "pause", Why: "no new attempt starts until resumed"}
+}
+
+// Resume lifts a pause. An overdue refresh_at is due at once: missed
+// occurrences coalesce into one run.
+func Resume(m Model, now time.Time) (Model, Decision) {
+	m.Paused = false
+	d := Decision{Event: EventResume, Rule: "resume", Why: "resumed; next look at " + ts(m.RefreshAt)}
+	if !m.RefreshAt.IsZero() && !m.RefreshAt.After(now) && !m.Running() {
+		d.Why = "resumed; overdue run " + ts(m.RefreshAt) + " starts now"
+	}
+	return m, d
+}
+
+// Cancel drops the running attempt (its outcome becomes stale) and any
+// pending retry: attempt_no = 0, refresh_at = next(now). It is not a
+// failure. A disabled model has nothing to cancel and does not change.
+func Cancel(m Model, now time.Time) (Model, Decision) {
+	d := Decision{Event: EventCancel, Rule: "cancel"}
+	if m.Disabled() {
+		d.Why = "disabled: nothing to cancel"
+		return m, d
+	}
+	if m.Running() {
+		d.UID, d.AttemptNo = m.AttemptUID, m.AttemptNo
+	}
+	m.idle()
+	m.AttemptNo = 0
+	m.RefreshAt = m.nextOrZero(now)
+	d.Why = "cancelled; next run " + ts(m.RefreshAt)
+	return m, d
 }

@@ -1,0 +1,198 @@
+package refresh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/rs/xid"
+)
+
+// SchedulerConfig configures a Scheduler. Store, Queue and Clock are
+// required; the rest have defaults.
+type SchedulerConfig struct {
+	Store Store
+	Queue Queue
+	Clock Clock
+	// BatchSize is how many due models one pass claims (default 1000).
+	BatchSize int
+	// MaxSleep is the longest the loop sleeps without looking at the store,
+	// so that models written by other instances are seen (default 1m).
+	MaxSleep time.Duration
+	Logger   *slog.Logger
+	Metrics  *Metrics
+	// NewUIDFunc makes attempt uids (default: xid).
+	NewUIDFunc func() string
+	// TickedFunc, if set, is called after every pass; tests wait on it.
+	TickedFunc func(TickResult, error)
+}
+
+func (c *SchedulerConfig) validate() error {
+	if c.Store == nil || c.Queue == nil || c.Clock == nil {
+		return errors.New("scheduler: Store, Queue and Clock are required")
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 1000
+	}
+	if c.MaxSleep <= 0 {
+		c.MaxSleep = time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = &Metrics{}
+	}
+	if c.NewUIDFunc == nil {
+		c.NewUIDFunc = func() string { return xid.New().String() }
+	}
+	return nil
+}
+
+// Scheduler is the tick loop: it claims due models, times out overdue
+// attempts, starts due ones and pushes their jobs.
+type Scheduler struct {
+	cfg  SchedulerConfig
+	wake chan struct{}
+}
+
+// TickResult is what one pass did.
+type TickResult struct {
+	Claimed  int
+	Started  int
+	TimedOut int
+}
+
+// NewScheduler returns a scheduler, or an error if cfg lacks a required part.
+func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1)}, nil
+}
+
+// Wake makes a sleeping Start loop look at the store at once; call it when
+// a model becomes due earlier than planned (created, triggered, resumed).
+func (s *Scheduler) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs passes until ctx ends. Between passes it sleeps until the
+// earliest planned refresh_at (at most MaxSleep) or a Wake. A failed pass
+// is logged and retried with backoff. It returns nil when ctx ends.
+func (s *Scheduler) Start(ctx context.Context) error {
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		res, err := s.RunOnce(ctx)
+		if s.cfg.TickedFunc != nil {
+			s.cfg.TickedFunc(res, err)
+		}
+		wait := s.cfg.MaxSleep
+		switch {
+		case err != nil:
+			s.cfg.Metrics.Errors.Add(1)
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			s.cfg.Logger.Error("scheduler pass failed", "err", err, "retry_in", backoff)
+			wait = backoff
+		case res.Claimed == s.cfg.BatchSize:
+			backoff = 0
+			continue
+		default:
+			backoff = 0
+			next, ok, err := s.cfg.Store.NextDue(ctx)
+			if err != nil {
+				s.cfg.Logger.Error("scheduler: next due", "err", err)
+			} else if ok {
+				wait = min(next.Sub(s.cfg.Clock.Now()), s.cfg.MaxSleep)
+			}
+		}
+		if wait <= 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-s.cfg.Clock.After(wait):
+		}
+	}
+	return nil
+}
+
+// RunOnce does one pass in one store transaction: it claims up to BatchSize
+// due models, times out those whose deadline has passed, starts the others,
+// pushes their jobs before the transaction commits, and publishes the
+// lifecycle events after it.
+func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
+	var res TickResult
+	var c changes
+	now := s.cfg.Clock.Now()
+	claimed, err := s.cfg.Store.ClaimDue(ctx, now, s.cfg.BatchSize, func(due []Model) ([]Change, error) {
+		c = changes{}
+		res = TickResult{}
+		var jobs []Job
+		for _, m := range due {
+			var after Model
+			var d Decision
+			if m.Running() {
+				after, d = Timeout(m, now)
+				if d.Event != "" {
+					res.TimedOut++
+				}
+			} else {
+				after, d = Start(m, s.cfg.NewUIDFunc(), now)
+				if d.Event != "" {
+					res.Started++
+					jobs = append(jobs, JobFor(after))
+				}
+			}
+			c.add(m, after, d, now)
+		}
+		if len(jobs) > 0 {
+			if err := s.cfg.Queue.Push(ctx, jobs); err != nil {
+				return nil, fmt.Errorf("push %d jobs: %w", len(jobs), err)
+			}
+		}
+		return c.list, nil
+	})
+	res.Claimed = claimed
+	s.cfg.Metrics.Ticks.Add(1)
+	if err != nil {
+		return res, fmt.Errorf("claim due models: %w", err)
+	}
+	finish(ctx, s.cfg.Queue, s.cfg.Metrics, s.cfg.Logger, c.events)
+	return res, nil
+}
+
+// JobFor returns the job of m's running attempt.
+func JobFor(m Model) Job {
+	return Job{
+		ModelID: m.ID, AttemptUID: m.AttemptUID, AttemptNo: m.AttemptNo, Queue: m.Queue,
+		Payload: m.Payload, StartedAt: m.StartedAt, DeadlineAt: m.DeadlineAt,
+	}
+}
+
+// finish counts, logs and publishes committed events. A failed publish is
+// logged, not returned: the state is already committed.
+func finish(ctx context.Context, q Queue, metrics *Metrics, log *slog.Logger, events []Event) {
+	if len(events) == 0 {
+		return
+	}
+	for _, e := range events {
+		metrics.count(e)
+		if e.Type == EventStart || e.Type == EventStatus {
+			log.Debug("model "+e.Type, "model", e.ModelID, "attempt_no", e.AttemptNo, "uid", e.AttemptUID)
+			continue
+		}
+		log.Info("model "+e.Type, "model", e.ModelID, "decision", e.Decision, "kind", e.Kind,
+			"message", e.Message, "reason", e.Reason, "attempt_no", e.AttemptNo, "refresh_at", e.RefreshAt)
+	}
+	if err := q.Publish(ctx, events); err != nil {
+		metrics.Errors.Add(1)
+		log.Error("publish lifecycle events", "count", len(events), "err", err)
+	}
+}

@@ -1,0 +1,174 @@
+package refresh
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+)
+
+// Service is what the API and the simulator call to create models and act
+// on them. Each call is one store transaction; its lifecycle events are
+// published after it commits.
+type Service struct {
+	Store  Store
+	Queue  Queue
+	Clock  Clock
+	Limits Limits
+	Logger *slog.Logger
+	// Metrics counts the events of the actions; nil counts nothing.
+	Metrics *Metrics
+	// WakeFunc, if set, is called when a model may have become due earlier
+	// than planned (the scheduler's Wake).
+	WakeFunc func()
+}
+
+// Actions on a model.
+const (
+	ActionTrigger = "trigger"
+	ActionEnable  = "enable"
+	ActionPause   = "pause"
+	ActionResume  = "resume"
+	ActionCancel  = "cancel"
+)
+
+// PutRequest creates or replaces a model.
+type PutRequest struct {
+	ID      string          `json:"id"`
+	Queue   string          `json:"queue"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Policy  json.RawMessage `json:"policy"`
+	// Trigger asks for a refresh now (on create and on replace alike).
+	Trigger bool `json:"trigger"`
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`)
+
+// DefaultQueue is the queue of a model that names none.
+const DefaultQueue = "default"
+
+// Put creates the model or replaces its queue, payload and policy. A new
+// model gets its first plan (Create). A replaced model keeps its state;
+// when it is idle, enabled and not in a retry round, its next run is
+// re-planned under the new schedule. Trigger then refreshes it at once.
+func (s *Service) Put(ctx context.Context, req PutRequest) (Model, error) {
+	var errs []FieldError
+	if !namePattern.MatchString(req.ID) {
+		errs = append(errs, FieldError{Field: "id", Rule: "must be 1 to 200 letters, digits or ._:@- starting with a letter or digit"})
+	}
+	if req.Queue == "" {
+		req.Queue = DefaultQueue
+	}
+	if !namePattern.MatchString(req.Queue) {
+		errs = append(errs, FieldError{Field: "queue", Rule: "must be 1 to 200 letters, digits or ._:@- starting with a letter or digit"})
+	}
+	if len(req.Payload) > 0 && !json.Valid(req.Payload) {
+		errs = append(errs, FieldError{Field: "payload", Rule: "must be JSON"})
+	}
+	if len(req.Policy) == 0 {
+		req.Policy = json.RawMessage("{}")
+	}
+	policy, err := ParsePolicy(req.Policy, s.Limits)
+	if err != nil {
+		var v *ValidationError
+		if !errors.As(err, &v) {
+			return Model{}, err
+		}
+		for _, f := range v.Fields {
+			f.Field = "policy." + f.Field
+			errs = append(errs, f)
+		}
+	}
+	if len(errs) > 0 {
+		return Model{}, &ValidationError{Fields: errs}
+	}
+	now := s.Clock.Now()
+	var out Model
+	var ch changes
+	err = s.Store.Modify(ctx, []string{req.ID}, func(found []Model) ([]Change, error) {
+		ch = changes{}
+		var m Model
+		var d Decision
+		if len(found) == 0 {
+			m, d = Create(Model{ID: req.ID, Queue: req.Queue, Payload: req.Payload, Policy: policy}, req.Trigger, now)
+			ch.add(Model{ID: req.ID}, m, d, now)
+		} else {
+			before := found[0]
+			m = before
+			m.Queue, m.Payload, m.Policy = req.Queue, req.Payload, policy
+			if req.Trigger {
+				m, d = Trigger(m, now)
+				ch.add(before, m, d, now)
+			} else {
+				if !m.Running() && !m.Disabled() && m.AttemptNo == 0 {
+					m.RefreshAt, _ = m.First(now)
+				}
+				ch.list = append(ch.list, Change{Model: m})
+			}
+		}
+		out = m
+		return ch.list, nil
+	})
+	if err != nil {
+		return Model{}, fmt.Errorf("put model %s: %w", req.ID, err)
+	}
+	s.committed(ctx, ch.events, true)
+	return out, nil
+}
+
+// Act applies an action (trigger, enable, pause, resume, cancel) to model
+// id and returns the model after it with the decision.
+func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, error) {
+	now := s.Clock.Now()
+	var apply func(Model) (Model, Decision)
+	switch action {
+	case ActionTrigger:
+		apply = func(m Model) (Model, Decision) { return Trigger(m, now) }
+	case ActionEnable:
+		apply = func(m Model) (Model, Decision) { return Enable(m, now) }
+	case ActionPause:
+		apply = Pause
+	case ActionResume:
+		apply = func(m Model) (Model, Decision) { return Resume(m, now) }
+	case ActionCancel:
+		apply = func(m Model) (Model, Decision) { return Cancel(m, now) }
+	default:
+		return Model{}, Decision{}, Errorf(EINVALID, "unknown action %q: want trigger, enable, pause, resume or cancel", action)
+	}
+	var out Model
+	var dec Decision
+	var ch changes
+	err := s.Store.Modify(ctx, []string{id}, func(found []Model) ([]Change, error) {
+		if len(found) == 0 {
+			return nil, Errorf(ENOTFOUND, "model %q not found", id)
+		}
+		ch = changes{}
+		out, dec = apply(found[0])
+		ch.add(found[0], out, dec, now)
+		return ch.list, nil
+	})
+	if err != nil {
+		return Model{}, Decision{}, fmt.Errorf("%s model %s: %w", action, id, err)
+	}
+	s.committed(ctx, ch.events, len(ch.events) > 0)
+	return out, dec, nil
+}
+
+// committed publishes the events of a committed call and, if wake, wakes
+// the scheduler.
+func (s *Service) committed(ctx context.Context, events []Event, wake bool) {
+	metrics := s.Metrics
+	if metrics == nil {
+		metrics = &Metrics{}
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	finish(ctx, s.Queue, metrics, log, events)
+	if s.WakeFunc != nil && wake {
+		s.WakeFunc()
+	}
+}
