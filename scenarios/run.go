@@ -1,0 +1,177 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/memory"
+)
+
+// Entry is one line of a timeline: an event and the model's state after it.
+type Entry struct {
+	At         time.Time
+	Event      string
+	Kind       string
+	Decision   string
+	Reason     string
+	AttemptNo  int
+	RefreshAt  time.Time
+	DeadlineAt time.Time
+	Disabled   bool
+}
+
+// arrival is a worker outcome due at a time.
+type arrival struct {
+	at      time.Time
+	outcome refresh.Outcome
+}
+
+// Run simulates spec with the real refresh.Service, Scheduler and Consumer
+// on an in-memory store and queue and a virtual clock, and returns the
+// timeline. At each instant it applies the actions, then the arriving
+// outcomes, then a scheduler pass (timeouts, then starts), and repeats
+// until nothing more is due at that instant; events at Until count.
+func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
+	clock := refresh.NewVirtualClock(spec.Start)
+	store := memory.NewStore()
+	q := memory.NewQueue(clock)
+	svc := &refresh.Service{Store: store, Queue: q, Clock: clock, Limits: lim}
+	sched, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: store, Queue: q, Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	cons, err := refresh.NewConsumer(refresh.ConsumerConfig{Store: store, Outcomes: q, Queue: q, Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	queue := spec.Model.Queue
+	if queue == "" {
+		queue = refresh.DefaultQueue
+	}
+	if _, err := svc.Put(ctx, refresh.PutRequest{ID: spec.Model.ID, Queue: queue, Payload: spec.Model.Payload, Policy: spec.Model.Policy, Trigger: spec.Model.Trigger}); err != nil {
+		return nil, err
+	}
+	policy, err := refresh.ParsePolicy(spec.Model.Policy, lim)
+	if err != nil {
+		return nil, err
+	}
+
+	var timeline []Entry
+	record := func() {
+		for _, e := range q.Events() {
+			timeline = append(timeline, entry(e))
+		}
+	}
+	record()
+
+	started := 0 // attempts started so far
+	var pending []arrival
+	actions := spec.Actions
+	// work does everything due at the current instant once, and reports
+	// whether anything happened.
+	work := func(now time.Time) (bool, error) {
+		did := false
+		for len(actions) > 0 && !actions[0].At.After(now) {
+			if _, _, err := svc.Act(ctx, spec.Model.ID, actions[0].Do); err != nil {
+				return false, fmt.Errorf("action %s at %s: %w", actions[0].Do, actions[0].At.Format(time.RFC3339), err)
+			}
+			actions = actions[1:]
+			did = true
+			record()
+		}
+		sort.SliceStable(pending, func(i, j int) bool { return pending[i].at.Before(pending[j].at) })
+		n := 0
+		for n < len(pending) && !pending[n].at.After(now) {
+			q.Deliver(pending[n].outcome)
+			n++
+		}
+		if n > 0 {
+			pending = pending[n:]
+			did = true
+			if _, err := cons.RunOnce(ctx); err != nil {
+				return false, err
+			}
+			record()
+		}
+		res, err := sched.RunOnce(ctx)
+		if err != nil {
+			return false, err
+		}
+		record()
+		if res.Started+res.TimedOut > 0 {
+			did = true
+		}
+		for _, job := range q.Take(queue, 1<<30) {
+			b := spec.Default
+			if started < len(spec.Attempts) {
+				b = spec.Attempts[started]
+			}
+			started++
+			if a, ok := deliver(job, b, time.Duration(policy.Timeout)); ok {
+				pending = append(pending, a)
+			}
+		}
+		return did, nil
+	}
+
+	now := spec.Start
+	for !now.After(spec.Until) {
+		clock.Set(now)
+		for {
+			did, err := work(now)
+			if err != nil {
+				return timeline, err
+			}
+			if !did {
+				break
+			}
+		}
+		next, ok := time.Time{}, false
+		consider := func(t time.Time) {
+			if t.After(now) && (!ok || t.Before(next)) {
+				next, ok = t, true
+			}
+		}
+		if len(actions) > 0 {
+			consider(actions[0].At)
+		}
+		for _, a := range pending {
+			consider(a.at)
+		}
+		if due, has, err := store.NextDue(ctx); err != nil {
+			return timeline, err
+		} else if has {
+			consider(due)
+		}
+		if !ok {
+			break
+		}
+		now = next
+	}
+	return timeline, nil
+}
+
+// deliver returns the outcome job's behaviour b produces and when it
+// arrives; an attempt that runs as long as the timeout or longer delivers
+// nothing.
+func deliver(job refresh.Job, b Behaviour, timeout time.Duration) (arrival, bool) {
+	if b.Outcome == behaveTimeout || b.After >= timeout {
+		return arrival{}, false
+	}
+	o := refresh.Outcome{ModelID: job.ModelID, AttemptUID: job.AttemptUID, Type: refresh.OutcomeSuccess}
+	if b.Outcome == behaveFailure {
+		o.Type, o.Kind, o.Message, o.Retryable, o.UserMessage = refresh.OutcomeFailure, b.Kind, b.Message, b.Retryable, b.UserMessage
+	}
+	return arrival{at: job.StartedAt.Add(b.After), outcome: o}, true
+}
+
+func entry(e refresh.Event) Entry {
+	en := Entry{At: e.At.UTC(), Event: e.Type, AttemptNo: e.AttemptNo, RefreshAt: e.RefreshAt, DeadlineAt: e.DeadlineAt, Disabled: e.Disabled}
+	if e.Type == refresh.EventFailure || e.Type == refresh.EventTimeout {
+		en.Kind, en.Decision, en.Reason = e.Kind, e.Decision, e.Reason
+	}
+	return en
+}
