@@ -22,6 +22,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		// Subcommands are added here, one line each.
+		{"simulate", "run one model through the scheduler on a virtual clock and print its timeline", runSimulate},
 	}
 }
 
