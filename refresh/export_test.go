@@ -1,0 +1,5 @@
+package refresh_test
+
+import "runtime"
+
+var runtimeGosched = runtime.Gosched
