@@ -1,0 +1,344 @@
+package http_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+func TestPutCreatesThenReplaces(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := b.raw(t, "PUT", "/models/bigtable-1", `{"queue": "tables", "payload": {"input_url": "s3://x"},
+		"policy": {"schedule": "`+parisSchedule+`", "timezone": "Europe/Paris"}}`)
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	require.Equal(t, "/models/bigtable-1", rec.Header().Get("Location"))
+
+	code, m := b.do(t, "GET", "/models/bigtable-1", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "bigtable-1", m["id"])
+	require.Equal(t, "tables", m["queue"])
+	require.Equal(t, map[string]any{"input_url": "s3://x"}, m["payload"])
+	require.Equal(t, "2026-03-02T05:30:00Z", m["created_at"])
+	require.Equal(t, "2026-03-02T15:00:00Z", m["refresh_at"]) // 16:00 Paris
+	for _, k := range []string{"deadline_at", "attempt_uid", "started_at", "failing_since", "last_success_at",
+		"last_error", "disabled_at", "disabled_reason", "status_message"} {
+		require.Contains(t, m, k)
+		require.Nil(t, m[k], k)
+	}
+	require.Equal(t, false, m["disabled"])
+	require.Equal(t, false, m["running"])
+	policy := m["policy"].(map[string]any)
+	require.Equal(t, "1h", policy["timeout"])
+
+	// Replacing moves the plan to the new schedule; trigger asks for now.
+	code, m = b.do(t, "PUT", "/models/bigtable-1", `{"queue": "tables", "policy": {"schedule": "FREQ=HOURLY"}}`)
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, "2026-03-02T06:00:00Z", m["refresh_at"])
+	require.Nil(t, m["payload"])
+	code, m = b.do(t, "PUT", "/models/bigtable-1", `{"trigger": true}`)
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, "2026-03-02T05:30:00Z", m["refresh_at"])
+	require.Equal(t, "default", m["queue"])
+}
+
+func TestPutValidation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		path   string
+		body   string
+		error  string
+		fields []any
+	}{
+		{
+			name: "policy rule", path: "/models/m1",
+			body:   `{"policy": {"retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}}`,
+			error:  "policy.retry.backoff.multiplier: must be >= 1, got 0.5",
+			fields: []any{map[string]any{"field": "policy.retry.backoff.multiplier", "rule": "must be >= 1, got 0.5"}},
+		},
+		{
+			name: "several", path: "/models/-bad",
+			body:  `{"policy": {"timeout": "soon", "on_exhausted": "wait_next"}}`,
+			error: `id: must be 1 to 200 letters, digits or ._:@- starting with a letter or digit; policy.timeout: must be a duration like "90s" or "PT5M", got "soon"; policy.on_exhausted: wait_next needs a schedule`,
+		},
+		{name: "not JSON", path: "/models/m1", body: `{"policy": `, error: "body: invalid JSON at byte 11: unexpected end of JSON input"},
+		{name: "garbage", path: "/models/m1", body: `hello`, error: "body: invalid JSON at byte 1: invalid character 'h' looking for beginning of value"},
+		{name: "array", path: "/models/m1", body: `[1]`, error: "body: must be a JSON object"},
+		{name: "null", path: "/models/m1", body: `null`, error: "body: must be a JSON object"},
+		{name: "empty", path: "/models/m1", body: ``, error: `body: is empty; send a JSON object such as {"policy": {}}`},
+		{
+			name: "members", path: "/models/m1", body: `{"id": "m2", "queue": 3, "trigger": "yes", "polcy": {}}`,
+			error: `id: must be the id of the path, "m1", or left out; polcy: unknown field; want queue, payload, policy or trigger; queue: must be a string; trigger: must be true or false`,
+		},
+		{name: "payload", path: "/models/m1", body: `{"payload": "x", "policy": "daily"}`, error: "policy: must be a JSON object, got \"daily\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			code, body := b.do(t, "PUT", tt.path, tt.body)
+			require.Equal(t, http.StatusBadRequest, code, body)
+			require.Equal(t, tt.error, body["error"])
+			require.NotEmpty(t, body["fields"])
+			if tt.fields != nil {
+				require.Equal(t, tt.fields, body["fields"])
+			}
+			code, _ = b.do(t, "GET", tt.path, "")
+			require.Equal(t, http.StatusNotFound, code)
+		})
+	}
+}
+
+func TestPutBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, body := b.do(t, "PUT", "/models/m1", `{"payload": "`+strings.Repeat("x", 1<<20)+`"}`)
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
+	require.Equal(t, "request body is larger than 1 MiB", body["error"])
+}
+
+func TestGetNextRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, "paris", `{"policy": {"schedule": "`+parisSchedule+`"}}`)
+	b.put(t, "ondemand", `{}`)
+	b.put(t, "triggered", `{"trigger": true}`)
+	b.put(t, "finite", `{"policy": {"schedule": "DTSTART:20260302T060000Z\nRRULE:FREQ=DAILY;COUNT=2"}}`)
+
+	runs := func(id string) []any {
+		t.Helper()
+		code, m := b.do(t, "GET", "/models/"+id, "")
+		require.Equal(t, http.StatusOK, code, m)
+		require.Contains(t, m, "next_runs")
+		return m["next_runs"].([]any)
+	}
+	require.Equal(t, []any{"2026-03-02T15:00:00Z", "2026-03-03T05:00:00Z", "2026-03-03T15:00:00Z",
+		"2026-03-04T05:00:00Z", "2026-03-04T15:00:00Z"}, runs("paris"))
+	require.Equal(t, []any{}, runs("ondemand"))
+	require.Equal(t, []any{"2026-03-02T05:30:00Z"}, runs("triggered"))
+	require.Equal(t, []any{"2026-03-02T06:00:00Z", "2026-03-03T06:00:00Z"}, runs("finite"))
+
+	// Running: the occurrences after now. Disabled: none.
+	b.do(t, "POST", "/models/paris/trigger", "")
+	jobs := b.tick(t, "default")
+	require.Len(t, jobs, 2)
+	require.Equal(t, "2026-03-02T15:00:00Z", runs("paris")[0])
+	b.deliver(t, refresh.Outcome{ModelID: "paris", AttemptUID: jobs[0].AttemptUID, Type: refresh.OutcomeFailure, Kind: "validation", Message: "bad input"})
+	code, m := b.do(t, "GET", "/models/paris", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, true, m["disabled"])
+	require.Equal(t, "Refresh disabled after 1 failed attempt(s): bad input", m["disabled_reason"])
+	require.Equal(t, map[string]any{"kind": "validation", "message": "bad input", "at": "2026-03-02T05:30:00Z"}, m["last_error"])
+	require.Equal(t, []any{}, m["next_runs"])
+
+	code, m = b.do(t, "GET", "/models/nope", "")
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, `model "nope" not found`, m["error"])
+}
+
+func TestList(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := 1; i <= 5; i++ {
+		b.put(t, fmt.Sprintf("m%d", i), `{"queue": "q`+fmt.Sprint(i%2)+`"}`)
+	}
+	// m1 runs, m2 fails and retries, m3 is disabled, m4 is paused.
+	for _, id := range []string{"m1", "m2", "m3"} {
+		b.do(t, "POST", "/models/"+id+"/trigger", "")
+	}
+	b.do(t, "POST", "/models/m4/pause", "")
+	jobs := append(b.tick(t, "q0"), b.tick(t, "q1")...)
+	require.Len(t, jobs, 3)
+	uid := map[string]string{}
+	for _, j := range jobs {
+		uid[j.ModelID] = j.AttemptUID
+	}
+	no := false
+	b.deliver(t,
+		refresh.Outcome{ModelID: "m2", AttemptUID: uid["m2"], Type: refresh.OutcomeFailure, Kind: "http_503", Message: "upstream 503"},
+		refresh.Outcome{ModelID: "m3", AttemptUID: uid["m3"], Type: refresh.OutcomeFailure, Kind: "boom", Retryable: &no},
+	)
+
+	ids := func(query string) ([]string, string) {
+		t.Helper()
+		code, body := b.do(t, "GET", "/models"+query, "")
+		require.Equal(t, http.StatusOK, code, body)
+		var out []string
+		for _, m := range body["models"].([]any) {
+			out = append(out, m.(map[string]any)["id"].(string))
+		}
+		return out, body["next"].(string)
+	}
+	all, next := ids("")
+	require.Equal(t, []string{"m1", "m2", "m3", "m4", "m5"}, all)
+	require.Empty(t, next)
+
+	for query, want := range map[string][]string{
+		"?disabled=true":              {"m3"},
+		"?failing=true":               {"m2", "m3"},
+		"?failing=true&disabled=0":    {"m2"},
+		"?running=true":               {"m1"},
+		"?running=false&paused=false": {"m2", "m3", "m5"},
+		"?paused=true":                {"m4"},
+		"?queue=q1":                   {"m1", "m3", "m5"},
+		"?queue=none":                 nil,
+		"?after=m3":                   {"m4", "m5"},
+	} {
+		got, _ := ids(query)
+		require.Equal(t, want, got, query)
+	}
+
+	// Pages of two.
+	page, next := ids("?limit=2")
+	require.Equal(t, []string{"m1", "m2"}, page)
+	require.Equal(t, "m2", next)
+	page, next = ids("?limit=2&after=" + next)
+	require.Equal(t, []string{"m3", "m4"}, page)
+	require.Equal(t, "m4", next)
+	page, next = ids("?limit=2&after=" + next)
+	require.Equal(t, []string{"m5"}, page)
+	require.Empty(t, next)
+	page, next = ids("?limit=5")
+	require.Len(t, page, 5)
+	require.Empty(t, next)
+
+	code, body := b.do(t, "GET", "/models?queue=none", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, []any{}, body["models"])
+}
+
+func TestListBadParameters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for query, want := range map[string]string{
+		"?disabled=maybe":     `disabled: must be true or false, got "maybe"`,
+		"?running=":           `running: must be true or false, got ""`,
+		"?limit=0":            `limit: must be an integer between 1 and 1000, got "0"`,
+		"?limit=ten":          `limit: must be an integer between 1 and 1000, got "ten"`,
+		"?limit=1001":         `limit: must be an integer between 1 and 1000, got "1001"`,
+		"?disable=true":       "disable: unknown parameter; want one of disabled, failing, running, paused, queue, after, limit",
+		"?queue=a&queue=b":    "queue: must be given once",
+		"?failing=x&paused=y": `failing: must be true or false, got "x"; paused: must be true or false, got "y"`,
+	} {
+		code, body := b.do(t, "GET", "/models"+query, "")
+		require.Equal(t, http.StatusBadRequest, code, query)
+		require.Equal(t, want, body["error"], query)
+		require.NotEmpty(t, body["fields"], query)
+	}
+}
+
+func TestActions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, "m1", `{"policy": {"schedule": "FREQ=HOURLY", "retry": {"delays": []}}}`)
+
+	act := func(action string) (map[string]any, map[string]any) {
+		t.Helper()
+		code, body := b.do(t, "POST", "/models/m1/"+action, "")
+		require.Equal(t, http.StatusOK, code, body)
+		return body["model"].(map[string]any), body["decision"].(map[string]any)
+	}
+
+	m, d := act("trigger")
+	require.Equal(t, "trigger", d["event"])
+	require.Equal(t, "trigger", d["rule"])
+	require.Equal(t, "refresh requested", d["why"])
+	require.Equal(t, "2026-03-02T05:30:00Z", m["refresh_at"])
+	require.Len(t, m["next_runs"], 5)
+
+	jobs := b.tick(t, "default")
+	require.Len(t, jobs, 1)
+	m, d = act("cancel")
+	require.Equal(t, "cancel", d["event"])
+	require.Equal(t, false, m["running"])
+	require.Equal(t, "2026-03-02T06:00:00Z", m["refresh_at"])
+
+	m, d = act("pause")
+	require.Equal(t, "pause", d["event"])
+	require.Equal(t, true, m["paused"])
+	b.clock.Set(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+	require.Empty(t, b.tick(t, "default"))
+	m, d = act("resume")
+	require.Equal(t, "resume", d["event"])
+	require.Equal(t, "resumed; overdue run 2026-03-02T06:00:00Z starts now", d["why"])
+	require.Equal(t, false, m["paused"])
+
+	// No retries: the first failure disables; enable brings it back.
+	jobs = b.tick(t, "default")
+	require.Len(t, jobs, 1)
+	b.deliver(t, refresh.Outcome{ModelID: "m1", AttemptUID: jobs[0].AttemptUID, Type: refresh.OutcomeFailure, Kind: "http_503", Message: "upstream 503"})
+	m, d = act("enable")
+	require.Equal(t, "enable", d["event"])
+	require.Equal(t, false, m["disabled"])
+	require.Equal(t, "2026-03-02T09:00:00Z", m["refresh_at"])
+	_, d = act("enable")
+	require.Equal(t, "not disabled: nothing changes", d["why"])
+
+	code, body := b.do(t, "POST", "/models/nope/trigger", "")
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, `model "nope" not found`, body["error"])
+	code, _ = b.do(t, "GET", "/models/m1/trigger", "")
+	require.Equal(t, http.StatusMethodNotAllowed, code)
+}
+
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, "m1", `{}`)
+	rec := b.raw(t, "DELETE", "/models/m1", "")
+	require.Equal(t, http.StatusNoContent, rec.Code)
+	require.Empty(t, rec.Body.String())
+	code, _ := b.do(t, "GET", "/models/m1", "")
+	require.Equal(t, http.StatusNotFound, code)
+	code, body := b.do(t, "DELETE", "/models/m1", "")
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, `model "m1" not found`, body["error"])
+}
+
+func TestAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, "m1", `{"trigger": true}`)
+	code, body := b.do(t, "GET", "/models/m1/attempts", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, []any{}, body["attempts"])
+
+	jobs := b.tick(t, "default")
+	b.clock.Advance(2 * time.Minute)
+	b.deliver(t, refresh.Outcome{ModelID: "m1", AttemptUID: jobs[0].AttemptUID, Type: refresh.OutcomeFailure, Kind: "http_503", Message: "upstream 503"})
+	jobs = b.tick(t, "default") // delays[0] is 0s: the retry starts at once
+
+	code, body = b.do(t, "GET", "/models/m1/attempts", "")
+	require.Equal(t, http.StatusOK, code)
+	list := body["attempts"].([]any)
+	require.Len(t, list, 2)
+	require.Equal(t, map[string]any{
+		"uid": jobs[0].AttemptUID, "attempt_no": 2.0, "started_at": "2026-03-02T05:32:00Z",
+		"deadline_at": "2026-03-02T06:32:00Z", "finished_at": nil, "outcome": nil,
+	}, list[0])
+	require.Equal(t, map[string]any{
+		"uid": "u1", "attempt_no": 1.0, "started_at": "2026-03-02T05:30:00Z",
+		"deadline_at": "2026-03-02T06:30:00Z", "finished_at": "2026-03-02T05:32:00Z", "outcome": "failure",
+		"error_kind": "http_503", "error_message": "upstream 503", "decision": "retry", "delay": "0s",
+	}, list[1])
+
+	code, body = b.do(t, "GET", "/models/m1/attempts?limit=1", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, body["attempts"], 1)
+
+	code, body = b.do(t, "GET", "/models/m1/attempts?limit=-1", "")
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Equal(t, `limit: must be an integer between 1 and 1000, got "-1"`, body["error"])
+	code, body = b.do(t, "GET", "/models/m1/attempts?n=1", "")
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Equal(t, "n: unknown parameter; want limit", body["error"])
+	code, _ = b.do(t, "GET", "/models/nope/attempts", "")
+	require.Equal(t, http.StatusNotFound, code)
+}

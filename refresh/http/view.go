@@ -1,0 +1,167 @@
+package http
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// Time is a time in JSON: RFC 3339 in UTC (fractional seconds only when
+// there are some), or null for the zero time.
+type Time time.Time
+
+// MarshalJSON writes t, or null if t is zero.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if time.Time(t).IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(time.Time(t).UTC().Format(time.RFC3339Nano))
+}
+
+// nullString is a string in JSON, null when empty.
+type nullString string
+
+func (s nullString) MarshalJSON() ([]byte, error) {
+	if s == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(s))
+}
+
+// Model is the JSON of a model. Unset times and the uid of an idle model
+// are null; disabled and running are spelled out.
+type Model struct {
+	ID                  string          `json:"id"`
+	Queue               string          `json:"queue"`
+	Payload             json.RawMessage `json:"payload"`
+	Policy              refresh.Policy  `json:"policy"`
+	CreatedAt           Time            `json:"created_at"`
+	RefreshAt           Time            `json:"refresh_at"`
+	DeadlineAt          Time            `json:"deadline_at"`
+	AttemptNo           int             `json:"attempt_no"`
+	AttemptUID          nullString      `json:"attempt_uid"`
+	StartedAt           Time            `json:"started_at"`
+	Running             bool            `json:"running"`
+	ConsecutiveFailures int             `json:"consecutive_failures"`
+	FailingSince        Time            `json:"failing_since"`
+	LastSuccessAt       Time            `json:"last_success_at"`
+	LastError           *LastError      `json:"last_error"`
+	Disabled            bool            `json:"disabled"`
+	DisabledAt          Time            `json:"disabled_at"`
+	DisabledReason      nullString      `json:"disabled_reason"`
+	Paused              bool            `json:"paused"`
+	StatusMessage       nullString      `json:"status_message"`
+}
+
+// ModelWithRuns is the JSON of one model as the routes that return one
+// model show it: with its next planned runs.
+type ModelWithRuns struct {
+	Model
+	NextRuns []Time `json:"next_runs"`
+}
+
+// LastError is the JSON of a model's last error.
+type LastError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	At      Time   `json:"at"`
+}
+
+// newModel returns the JSON view of m.
+func newModel(m refresh.Model) Model {
+	v := Model{
+		ID: m.ID, Queue: m.Queue, Payload: m.Payload, Policy: m.Policy,
+		CreatedAt: Time(m.CreatedAt), RefreshAt: Time(m.RefreshAt), DeadlineAt: Time(m.DeadlineAt),
+		AttemptNo: m.AttemptNo, AttemptUID: nullString(m.AttemptUID), StartedAt: Time(m.StartedAt),
+		Running: m.Running(), ConsecutiveFailures: m.ConsecutiveFailures, FailingSince: Time(m.FailingSince),
+		LastSuccessAt: Time(m.LastSuccessAt), Disabled: m.Disabled(), DisabledAt: Time(m.DisabledAt),
+		DisabledReason: nullString(m.DisabledReason), Paused: m.Paused, StatusMessage: nullString(m.StatusMessage),
+	}
+	if len(v.Payload) == 0 {
+		v.Payload = json.RawMessage("null")
+	}
+	if e := m.LastError; e != nil {
+		v.LastError = &LastError{Kind: e.Kind, Message: e.Message, At: Time(e.At)}
+	}
+	return v
+}
+
+// nextRunCount is how many planned runs a model's JSON lists.
+const nextRunCount = 5
+
+// withNextRuns returns the view of m with its next planned runs: refresh_at
+// if a start is planned, then the schedule's occurrences after it. A
+// running model's next runs are the occurrences after now, as if it
+// succeeded at once. A disabled model, and an on-demand model with nothing
+// planned, have none. A paused model lists the runs it would make once
+// resumed.
+func withNextRuns(m refresh.Model, now time.Time) ModelWithRuns {
+	return ModelWithRuns{Model: newModel(m), NextRuns: NextRuns(m, now, nextRunCount)}
+}
+
+// NextRuns returns up to n planned runs of m (see the Model JSON); never
+// nil.
+func NextRuns(m refresh.Model, now time.Time, n int) []Time {
+	runs := make([]Time, 0, n)
+	if m.Disabled() || n <= 0 {
+		return runs
+	}
+	var t time.Time
+	switch {
+	case m.Running():
+		t = now
+	case !m.RefreshAt.IsZero():
+		t = m.RefreshAt
+		runs = append(runs, Time(t))
+	default:
+		return runs
+	}
+	for len(runs) < n {
+		next, ok := m.Next(t)
+		if !ok {
+			break
+		}
+		runs = append(runs, Time(next))
+		t = next
+	}
+	return runs
+}
+
+// Decision is the JSON of a transition's decision.
+type Decision struct {
+	Event string `json:"event"`
+	Rule  string `json:"rule"`
+	Why   string `json:"why"`
+}
+
+// Attempt is the JSON of one row of a model's history. Outcome is null
+// while the attempt runs.
+type Attempt struct {
+	UID          string     `json:"uid"`
+	AttemptNo    int        `json:"attempt_no"`
+	StartedAt    Time       `json:"started_at"`
+	DeadlineAt   Time       `json:"deadline_at"`
+	FinishedAt   Time       `json:"finished_at"`
+	Outcome      nullString `json:"outcome"`
+	ErrorKind    string     `json:"error_kind,omitempty"`
+	ErrorMessage string     `json:"error_message,omitempty"`
+	// Decision is what the failure decided: retry, retry_aligned,
+	// wait_next or disable.
+	Decision string `json:"decision,omitempty"`
+	// Delay is the retry delay the failure computed.
+	Delay *refresh.Duration `json:"delay,omitempty"`
+}
+
+func newAttempt(a refresh.Attempt) Attempt {
+	v := Attempt{
+		UID: a.UID, AttemptNo: a.AttemptNo, StartedAt: Time(a.StartedAt), DeadlineAt: Time(a.DeadlineAt),
+		FinishedAt: Time(a.FinishedAt), Outcome: nullString(a.Outcome),
+		ErrorKind: a.ErrorKind, ErrorMessage: a.ErrorMessage, Decision: a.Decision,
+	}
+	if a.Decision == refresh.DecisionRetry || a.Decision == refresh.DecisionRetryAligned {
+		d := refresh.Duration(a.Delay)
+		v.Delay = &d
+	}
+	return v
+}
