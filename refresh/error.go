@@ -65,7 +65,12 @@ type FieldError struct {
 	Rule  string `json:"rule"`
 }
 
-func (e FieldError) String() string { return e.Field + ": " + e.Rule }
+func (e FieldError) String() string {
+	if e.Field == "" {
+		return e.Rule
+	}
+	return e.Field + ": " + e.Rule
+}
 
 // ValidationError lists every broken rule of an input (a policy, a
 // simulation spec). Its code is EINVALID.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "time/tzdata" // zone rules even where the host has none
 )
 
 // command is one subcommand: it parses its own flags from args and returns
