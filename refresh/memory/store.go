@@ -198,4 +198,3 @@ func (s *Store) write(changes []refresh.Change) {
 		list[i] = old
 	}
 }
-
