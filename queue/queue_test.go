@@ -1,0 +1,404 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+func outcomeJSON(t testing.TB, o refresh.Outcome) string {
+	b, err := json.Marshal(o)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	b := newMini(t)
+	_, err := New(b.client, Options{})
+	require.EqualError(t, err, "queue: consumer: must not be empty")
+	_, err = New(nil, Options{Consumer: "c"})
+	require.EqualError(t, err, "queue: client: must not be nil")
+	r, err := New(b.client, Options{Consumer: "c"})
+	require.NoError(t, err)
+	require.Equal(t, "freshen", r.opt.Prefix)
+	require.EqualValues(t, DefaultEventsMaxLen, r.opt.EventsMaxLen)
+}
+
+func TestPush(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+		jobs := []refresh.Job{
+			{ModelID: "m1", AttemptUID: "u1", AttemptNo: 1, Queue: "thumbs", Payload: json.RawMessage(`{"x":1}`), StartedAt: t0, DeadlineAt: t0.Add(time.Hour)},
+			{ModelID: "m2", AttemptUID: "u2", AttemptNo: 1, Queue: "tables", StartedAt: t0, DeadlineAt: t0.Add(time.Hour)},
+			{ModelID: "m3", AttemptUID: "u3", AttemptNo: 2, Queue: "thumbs", StartedAt: t0, DeadlineAt: t0.Add(time.Hour)},
+			{ModelID: "m4", AttemptUID: "u4", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)},
+		}
+		require.NoError(t, r.Push(ctx, jobs))
+		require.NoError(t, r.Push(ctx, nil))
+
+		// FIFO: the first pushed is at the right end, where workers pop.
+		thumbs := b.lrange(t, b.keys.jobsKey("thumbs"))
+		require.Len(t, thumbs, 2)
+		var got refresh.Job
+		require.NoError(t, json.Unmarshal([]byte(thumbs[1]), &got))
+		require.Equal(t, jobs[0], got)
+		require.NoError(t, json.Unmarshal([]byte(thumbs[0]), &got))
+		require.Equal(t, "m3", got.ModelID)
+		require.Len(t, b.lrange(t, b.keys.jobsKey("tables")), 1)
+		require.Len(t, b.lrange(t, b.keys.jobsKey(DefaultQueue)), 1)
+
+		// The wire format's field names.
+		var fields map[string]any
+		require.NoError(t, json.Unmarshal([]byte(thumbs[1]), &fields))
+		require.Equal(t, map[string]any{
+			"model_id": "m1", "attempt_uid": "u1", "attempt_no": 1.0, "queue": "thumbs",
+			"payload": map[string]any{"x": 1.0}, "started_at": "2026-03-02T06:00:00Z",
+			"deadline_at": "2026-03-02T07:00:00Z",
+		}, fields)
+		require.EqualValues(t, 4, r.Stats().Pushed)
+	})
+}
+
+func TestReceiveAck(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+		no := false
+		outs := []refresh.Outcome{
+			{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess},
+			{ModelID: "m2", AttemptUID: "u2", Type: refresh.OutcomeFailure, Kind: "validation", Message: "bad", Retryable: &no, UserMessage: "Fix it"},
+			{ModelID: "m3", AttemptUID: "u3", Type: refresh.OutcomeStatus, Message: "50%"},
+		}
+		for _, o := range outs {
+			b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, o))
+		}
+
+		got, err := r.Receive(ctx, 2, 0)
+		require.NoError(t, err)
+		require.Equal(t, outs[:2], got) // oldest first
+		require.Len(t, b.lrange(t, b.keys.processingKey("s1")), 2)
+
+		got, err = r.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Equal(t, outs[2:], got)
+		require.Len(t, b.lrange(t, b.keys.processingKey("s1")), 3)
+		require.Empty(t, b.lrange(t, b.keys.outcomesKey()))
+
+		got, err = r.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Empty(t, got)
+
+		require.NoError(t, r.Ack(ctx))
+		require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
+		st := r.Stats()
+		require.EqualValues(t, 3, st.Received)
+		require.EqualValues(t, 3, st.Acked)
+
+		// The consumer is registered as seen at the clock's time.
+		score, err := b.client.ZScore(ctx, b.keys.consumersKey(), "s1").Result()
+		require.NoError(t, err)
+		require.Equal(t, float64(t0.UnixMilli()), score)
+	})
+}
+
+func TestReceiveBlocks(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+
+		// Nothing comes: it returns empty once the block is over.
+		got, err := r.Receive(ctx, 10, 50*time.Millisecond)
+		require.NoError(t, err)
+		require.Empty(t, got)
+
+		// Outcomes pushed while it waits are returned.
+		type result struct {
+			outs []refresh.Outcome
+			err  error
+		}
+		done := make(chan result)
+		go func() {
+			outs, err := r.Receive(ctx, 10, 10*time.Second)
+			done <- result{outs, err}
+		}()
+		o := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
+		b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, o))
+		res := <-done
+		require.NoError(t, res.err)
+		require.Equal(t, []refresh.Outcome{o}, res.outs)
+		require.Len(t, b.lrange(t, b.keys.processingKey("s1")), 1)
+	})
+}
+
+func TestReceiveDeadLetters(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clock := refresh.NewVirtualClock(t0)
+		r := b.newRedis(t, "s1", clock)
+		good := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
+		msgs := []string{
+			"not json",
+			`{"model_id":"m1","outcome":"success"}`,
+			`{"attempt_uid":"u1","outcome":"success"}`,
+			`{"model_id":"m1","attempt_uid":"u1","outcome":"done"}`,
+			`{"model_id":"m1","attempt_uid":"u1"}`,
+			`{"model_id":"m1","attempt_uid":"u1","outcome":"failure","retryable":"no"}`,
+			outcomeJSON(t, good),
+		}
+		b.lpush(t, b.keys.outcomesKey(), msgs...)
+
+		got, err := r.Receive(ctx, 100, 0)
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Outcome{good}, got)
+		require.Equal(t, []string{outcomeJSON(t, good)}, b.lrange(t, b.keys.processingKey("s1")))
+
+		dead := b.lrange(t, b.keys.deadKey())
+		require.Len(t, dead, 6)
+		reasons := map[string]string{}
+		for _, d := range dead {
+			var e struct {
+				Reason  string    `json:"reason"`
+				Message string    `json:"message"`
+				At      time.Time `json:"at"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(d), &e))
+			require.Equal(t, t0, e.At)
+			reasons[e.Message] = e.Reason
+		}
+		require.Contains(t, reasons["not json"], "invalid json: ")
+		require.Equal(t, "missing attempt_uid", reasons[msgs[1]])
+		require.Equal(t, "missing model_id", reasons[msgs[2]])
+		require.Equal(t, `unknown outcome "done"`, reasons[msgs[3]])
+		require.Equal(t, "missing outcome", reasons[msgs[4]])
+		require.Contains(t, reasons[msgs[5]], "invalid json: ")
+		require.EqualValues(t, 6, r.Stats().DeadLettered)
+		require.EqualValues(t, 1, r.Stats().Received)
+	})
+}
+
+func TestRecoverSameConsumer(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clock := refresh.NewVirtualClock(t0)
+		var outs []refresh.Outcome
+		for i := range 5 {
+			o := refresh.Outcome{ModelID: fmt.Sprint("m", i), AttemptUID: fmt.Sprint("u", i), Type: refresh.OutcomeSuccess}
+			outs = append(outs, o)
+			b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, o))
+		}
+
+		// The first life receives three and dies before Ack.
+		first := b.newRedis(t, "s1", clock)
+		got, err := first.Receive(ctx, 3, 0)
+		require.NoError(t, err)
+		require.Equal(t, outs[:3], got)
+
+		// The next life, same id, gets them again, in order, then the rest.
+		second := b.newRedis(t, "s1", clock)
+		got, err = second.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Equal(t, outs, got)
+		require.EqualValues(t, 3, second.Stats().Recovered)
+		require.NoError(t, second.Ack(ctx))
+		require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
+		require.Empty(t, b.lrange(t, b.keys.outcomesKey()))
+	})
+}
+
+func TestRecoverDeadConsumer(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clock := refresh.NewVirtualClock(t0)
+		o1 := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
+		o2 := refresh.Outcome{ModelID: "m2", AttemptUID: "u2", Type: refresh.OutcomeSuccess}
+		b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, o1), outcomeJSON(t, o2))
+
+		dead := b.newRedis(t, "a", clock)
+		got, err := dead.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+
+		// While "a" counts as alive, "b" leaves its outcomes alone.
+		other := b.newRedis(t, "b", clock)
+		clock.Advance(DefaultConsumerTimeout - time.Second)
+		got, err = other.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		n, err := other.Recover(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
+
+		// Once "a" has not been seen for ConsumerTimeout, they come back.
+		clock.Advance(2 * time.Second)
+		n, err = other.Recover(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		got, err = other.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Outcome{o1, o2}, got)
+		require.Empty(t, b.lrange(t, b.keys.processingKey("a")))
+		members, err := b.client.ZRange(ctx, b.keys.consumersKey(), 0, -1).Result()
+		require.NoError(t, err)
+		require.Equal(t, []string{"b"}, members)
+	})
+}
+
+func TestReceiveRecoversPeriodically(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		clock := refresh.NewVirtualClock(t0)
+		o := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
+		b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, o))
+		dead := b.newRedis(t, "a", clock)
+		_, err := dead.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+
+		other := b.newRedis(t, "b", clock)
+		got, err := other.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		clock.Advance(DefaultConsumerTimeout + time.Second)
+		got, err = other.Receive(ctx, 10, 0) // looks for dead consumers on its own
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Outcome{o}, got)
+	})
+}
+
+func TestPublish(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+		events := []refresh.Event{
+			{At: t0, ModelID: "m1", Type: refresh.EventStart, AttemptNo: 1, AttemptUID: "u1", DeadlineAt: t0.Add(time.Hour)},
+			{At: t0, ModelID: "m1", Type: refresh.EventFailure, Decision: refresh.DecisionRetry, Kind: "http_503", Message: "503", AttemptNo: 1},
+			{At: t0, ModelID: "m1", Type: refresh.EventTimeout, Decision: refresh.DecisionDisable, Reason: "Gave up", Disabled: true},
+			{At: t0, ModelID: "m2", Type: refresh.EventTrigger},
+		}
+		require.NoError(t, r.Publish(ctx, events))
+		entries, err := b.client.XRange(ctx, b.keys.eventsKey(), "-", "+").Result()
+		require.NoError(t, err)
+		var types []string
+		for _, e := range entries {
+			types = append(types, e.Values["type"].(string))
+		}
+		require.Equal(t, []string{"started", "failed", "retry_scheduled", "failed", "disabled", "trigger"}, types)
+		var got refresh.Event
+		require.NoError(t, json.Unmarshal([]byte(entries[4].Values["event"].(string)), &got))
+		require.Equal(t, events[2], got)
+		require.Equal(t, "m1", entries[4].Values["model_id"])
+		require.EqualValues(t, 6, r.Stats().Published)
+	})
+}
+
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		typ, decision string
+		want          []string
+	}{
+		{refresh.EventStart, "", []string{"started"}},
+		{refresh.EventSuccess, "", []string{"succeeded"}},
+		{refresh.EventFailure, refresh.DecisionRetry, []string{"failed", "retry_scheduled"}},
+		{refresh.EventFailure, refresh.DecisionRetryAligned, []string{"failed", "retry_scheduled"}},
+		{refresh.EventFailure, refresh.DecisionWaitNext, []string{"failed", "retry_scheduled"}},
+		{refresh.EventFailure, refresh.DecisionDisable, []string{"failed", "disabled"}},
+		{refresh.EventTimeout, refresh.DecisionRetry, []string{"failed", "retry_scheduled"}},
+		{refresh.EventTimeout, refresh.DecisionDisable, []string{"failed", "disabled"}},
+		{refresh.EventEnable, "", []string{"enabled"}},
+		{refresh.EventStale, "", []string{"stale"}},
+		{refresh.EventCreate, "", []string{"create"}},
+		{refresh.EventPause, "", []string{"pause"}},
+		{refresh.EventCancel, "", []string{"cancel"}},
+	} {
+		require.Equal(t, tc.want, lifecycle(refresh.Event{Type: tc.typ, Decision: tc.decision}), "%s/%s", tc.typ, tc.decision)
+	}
+}
+
+func TestEventsStreamBound(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r, err := New(b.client, Options{Prefix: b.prefix, Consumer: "s1", EventsMaxLen: 100, Clock: refresh.NewVirtualClock(t0), Logger: quiet})
+		require.NoError(t, err)
+		for i := range 10 {
+			events := make([]refresh.Event, 100)
+			for j := range events {
+				events[j] = refresh.Event{At: t0, ModelID: fmt.Sprint("m", i*100+j), Type: refresh.EventStart}
+			}
+			require.NoError(t, r.Publish(ctx, events))
+		}
+		n, err := b.client.XLen(ctx, b.keys.eventsKey()).Result()
+		require.NoError(t, err)
+		// MAXLEN ~ trims whole stream nodes (100 entries by default), so the
+		// stream may hold up to one node more than the bound.
+		require.GreaterOrEqual(t, n, int64(100))
+		require.LessOrEqual(t, n, int64(200))
+	})
+}
+
+func TestCollectors(t *testing.T) {
+	t.Parallel()
+	b := newMini(t)
+	r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+	b.lpush(t, b.keys.outcomesKey(), "garbage")
+	_, err := r.Receive(context.Background(), 10, 0)
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	for _, c := range r.Collectors() {
+		require.NoError(t, reg.Register(c))
+	}
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	values := map[string]float64{}
+	for _, f := range families {
+		values[f.GetName()] = f.GetMetric()[0].GetCounter().GetValue()
+	}
+	require.Equal(t, 1.0, values["freshen_queue_outcomes_dead_lettered_total"])
+	require.Len(t, values, 6)
+}
+
+// TestReceiveAfterLostReply checks that outcomes moved by a Receive that
+// failed are delivered by the next one.
+func TestReceiveAfterLostReply(t *testing.T) {
+	t.Parallel()
+	b := newMini(t)
+	ctx := context.Background()
+	r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+	o := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
+	// As if a move happened on the server but its reply was lost.
+	b.lpush(t, b.keys.processingKey("s1"), outcomeJSON(t, o))
+	r.dirty = true
+	got, err := r.Receive(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, []refresh.Outcome{o}, got)
+
+	// A failed Receive makes the next one give back the processing list.
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = r.Receive(canceled, 10, 0)
+	require.Error(t, err)
+	require.True(t, r.dirty)
+	got, err = r.Receive(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, []refresh.Outcome{o}, got) // redelivered, fenced downstream
+	require.NoError(t, r.Ack(ctx))
+	require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
+}
