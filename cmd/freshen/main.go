@@ -25,6 +25,7 @@ func commands() []command {
 	return []command{
 		// Subcommands are added here, one line each.
 		{"simulate", "run one model through the scheduler on a virtual clock and print its timeline", runSimulate},
+		{"migrate", "apply the database migrations", runMigrate},
 	}
 }
 

@@ -1,0 +1,147 @@
+package migrations_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/migrations"
+)
+
+// schemaConfig creates an empty schema for the test, dropped at its end,
+// and returns a connection config whose search_path is that schema. It
+// skips the test when DATABASE_URL is unset.
+func schemaConfig(t *testing.T) *pgx.ConnConfig {
+	t.Helper()
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		t.Skip("DATABASE_URL is not set; run under scripts/with-servers.sh")
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "test_" + hex.EncodeToString(b)
+	_, err = admin.Exec(ctx, "CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.RuntimeParams["search_path"] = schema
+	return cfg
+}
+
+func connect(t *testing.T, cfg *pgx.ConnConfig) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func tables(t *testing.T, conn *pgx.Conn) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(),
+		`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return names
+}
+
+func TestMigrateTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+
+	current, latest, err := migrations.Version(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, int32(0), current)
+	require.GreaterOrEqual(t, latest, int32(2))
+
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	require.NoError(t, migrations.Migrate(ctx, conn))
+
+	current, _, err = migrations.Version(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, latest, current)
+	require.Equal(t, []string{"attempts", "models", "schema_version"}, tables(t, conn))
+
+	// The search_path survives tern's RESET ALL: the tables are in the
+	// test's schema, and the session still sees them.
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM models").Scan(&n))
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := schemaConfig(t)
+	conns := make([]*pgx.Conn, 4)
+	for i := range conns {
+		conns[i] = connect(t, cfg)
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(conns))
+	for i, conn := range conns {
+		wg.Go(func() { errs[i] = migrations.Migrate(ctx, conn) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+
+	current, latest, err := migrations.Version(ctx, conns[0])
+	require.NoError(t, err)
+	require.Equal(t, latest, current)
+	var rows int
+	require.NoError(t, conns[0].QueryRow(ctx, "SELECT count(*) FROM schema_version").Scan(&rows))
+	require.Equal(t, 1, rows)
+}
+
+func TestPartialIndexServesDueQuery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	require.NoError(t, migrations.Migrate(ctx, conn))
+
+	// Many idle models with nothing planned, a few due: the planner must
+	// read the partial index, whatever the table's size.
+	_, err := conn.Exec(ctx, `
+		INSERT INTO models (id, created_at, refresh_at)
+		SELECT 'm' || i, now(), CASE WHEN i % 100 = 0 THEN now() - interval '1 minute' END
+		FROM generate_series(1, 5000) AS i;
+		ANALYZE models`)
+	require.NoError(t, err)
+
+	rows, err := conn.Query(ctx, `EXPLAIN (FORMAT TEXT)
+		SELECT id FROM models
+		WHERE refresh_at <= now() AND (NOT paused OR attempt_uid IS NOT NULL)
+		ORDER BY refresh_at, id LIMIT 10 FOR UPDATE SKIP LOCKED`)
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(lines, "\n"), "Index Scan using models_due")
+}

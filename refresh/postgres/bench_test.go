@@ -1,0 +1,98 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	benchModels = 100_000
+	benchBatch  = 1000
+)
+
+// seed replaces the models with benchModels idle models, all due at t0.
+func seed(b *testing.B, pool *pgxpool.Pool) {
+	b.Helper()
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `TRUNCATE attempts, models`)
+	require.NoError(b, err)
+	_, err = pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
+		SELECT 'model-' || lpad(i::text, 6, '0'), 'tables', '{"input_url": "https://example.com/a.csv"}',
+			'{"schedule": "FREQ=DAILY;BYHOUR=6,16", "timeout": "1h", "retry": {"delays": ["1m", "5m"], "jitter": 0},
+			  "on_exhausted": "disable", "disabled_message": "Refresh disabled"}',
+			$1::timestamptz, $1::timestamptz - i * interval '1 millisecond'
+		FROM generate_series(1, $2::int) AS i`, t0, benchModels)
+	require.NoError(b, err)
+	_, err = pool.Exec(ctx, `VACUUM ANALYZE models`)
+	require.NoError(b, err)
+}
+
+// BenchmarkClaimDue starts an attempt of each of 100,000 due models through
+// Store.ClaimDue, 1000 a batch: the store reads and decodes the models,
+// startAll moves each one's refresh_at to its deadline and adds a history
+// row, the store writes them back.
+func BenchmarkClaimDue(b *testing.B) {
+	bb := setup(b)
+	ctx := context.Background()
+	claimed := 0
+	for b.Loop() {
+		b.StopTimer()
+		seed(b, bb.pool)
+		b.StartTimer()
+		for {
+			n, err := bb.store.ClaimDue(ctx, t0, benchBatch, startAll)
+			require.NoError(b, err)
+			if n == 0 {
+				break
+			}
+			claimed += n
+		}
+	}
+	require.Equal(b, benchModels*b.N, claimed)
+	b.ReportMetric(float64(claimed)/b.Elapsed().Seconds(), "models/s")
+}
+
+// BenchmarkClaimDueSQL is the baseline of BenchmarkClaimDue: the same
+// claim and writes as one SQL statement a batch, with no round trip of the
+// rows through Go.
+func BenchmarkClaimDueSQL(b *testing.B) {
+	bb := setup(b)
+	ctx := context.Background()
+	deadline := t0.Add(time.Hour)
+	claimed := 0
+	for b.Loop() {
+		b.StopTimer()
+		seed(b, bb.pool)
+		b.StartTimer()
+		for {
+			tag, err := bb.pool.Exec(ctx, `WITH due AS (
+					SELECT id FROM models
+					WHERE refresh_at <= $1 AND (NOT paused OR attempt_uid IS NOT NULL)
+					ORDER BY refresh_at, id
+					LIMIT $2
+					FOR UPDATE SKIP LOCKED
+				), started AS (
+					UPDATE models AS m SET attempt_no = m.attempt_no + 1,
+						attempt_uid = m.id || ':' || (m.attempt_no + 1),
+						started_at = $1, deadline_at = $3, refresh_at = $3, updated_at = now()
+					FROM due WHERE m.id = due.id
+					RETURNING m.id, m.attempt_no, m.attempt_uid
+				)
+				INSERT INTO attempts (uid, model_id, attempt_no, started_at, deadline_at)
+				SELECT attempt_uid, id, attempt_no, $1, $3 FROM started`,
+				t0, benchBatch, deadline)
+			require.NoError(b, err)
+			n := int(tag.RowsAffected())
+			if n == 0 {
+				break
+			}
+			claimed += n
+		}
+	}
+	require.Equal(b, benchModels*b.N, claimed)
+	b.ReportMetric(float64(claimed)/b.Elapsed().Seconds(), "models/s")
+}

@@ -1,0 +1,66 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/migrations"
+	"github.com/freshen-dev/freshen/refresh/postgres"
+)
+
+// bundle is what a test of this package works with.
+type bundle struct {
+	store *postgres.Store
+	pool  *pgxpool.Pool
+}
+
+// setup creates a schema of its own for the test (tb), migrates it, and
+// returns a store whose pool works in it; both are dropped at the end. It
+// skips when DATABASE_URL is unset: run the tests under
+// scripts/with-servers.sh.
+func setup(tb testing.TB) bundle {
+	tb.Helper()
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		tb.Skip("DATABASE_URL is not set; run under scripts/with-servers.sh")
+	}
+	ctx := context.Background()
+
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "test_" + hex.EncodeToString(b)
+	exec(tb, url, "CREATE SCHEMA "+schema)
+	tb.Cleanup(func() { exec(tb, url, "DROP SCHEMA "+schema+" CASCADE") })
+
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(tb, err)
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	require.NoError(tb, err)
+	err = migrations.Migrate(ctx, conn)
+	conn.Close(ctx)
+	require.NoError(tb, err)
+
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(tb, err)
+	tb.Cleanup(pool.Close)
+	return bundle{store: postgres.New(pool), pool: pool}
+}
+
+// exec runs one statement on a connection of its own.
+func exec(tb testing.TB, url, sql string) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(tb, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	require.NoError(tb, err)
+}

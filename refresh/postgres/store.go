@@ -1,0 +1,401 @@
+// Package postgres implements refresh.Store on PostgreSQL with pgx/v5.
+//
+// The schema is in the migrations package. Models are claimed in batches
+// with SELECT ... FOR UPDATE SKIP LOCKED, and a batch's changes are written
+// with a few set-based statements (UPDATE ... FROM unnest(...), INSERT ...
+// SELECT FROM unnest(...)), not one statement per row. Every time predicate
+// takes its time as a parameter; the database clock only stamps the
+// operators' column updated_at.
+//
+// Times are stored with microsecond precision and read back in UTC.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+var _ refresh.Store = (*Store)(nil)
+
+// Store is a refresh.Store on a pgx connection pool. The pool's connections
+// find the tables through their search_path.
+type Store struct {
+	pool *pgxpool.Pool
+	// owned is true when Open created the pool, which Close then closes.
+	owned bool
+}
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// string) and returns a store that owns the pool.
+func Open(ctx context.Context, url string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return &Store{pool: pool, owned: true}, nil
+}
+
+// New returns a store on pool. The caller keeps ownership: Close leaves
+// the pool open.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Close closes the pool if Open created it.
+func (s *Store) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
+}
+
+// modelColumns are the columns of models that a Model is read from, in the
+// order of scanModel.
+const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadline_at,
+	attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
+	last_success_at, last_error_kind, last_error_message, last_error_at,
+	disabled_at, disabled_reason, paused, status_message`
+
+// dueCondition selects the models that are, or can become, due: a refresh
+// is planned and the model is not paused and idle. It matches the
+// predicate of the partial index models_due.
+const dueCondition = `refresh_at IS NOT NULL AND (NOT paused OR attempt_uid IS NOT NULL)`
+
+// scanModel reads one row of modelColumns.
+func scanModel(row pgx.Row) (refresh.Model, error) {
+	var (
+		m                                                             refresh.Model
+		payload, policy                                               []byte
+		createdAt                                                     time.Time
+		refreshAt, deadlineAt, startedAt, failingSince, lastSuccessAt *time.Time
+		lastErrorAt, disabledAt                                       *time.Time
+		attemptUID, lastErrorKind, lastErrorMessage                   *string
+		disabledReason, statusMessage                                 *string
+	)
+	err := row.Scan(&m.ID, &m.Queue, &payload, &policy, &createdAt, &refreshAt, &deadlineAt,
+		&m.AttemptNo, &attemptUID, &startedAt, &m.ConsecutiveFailures, &failingSince,
+		&lastSuccessAt, &lastErrorKind, &lastErrorMessage, &lastErrorAt,
+		&disabledAt, &disabledReason, &m.Paused, &statusMessage)
+	if err != nil {
+		return refresh.Model{}, err
+	}
+	if payload != nil {
+		m.Payload = json.RawMessage(payload)
+	}
+	if err := json.Unmarshal(policy, &m.Policy); err != nil {
+		return refresh.Model{}, fmt.Errorf("model %q: decode policy: %w", m.ID, err)
+	}
+	m.CreatedAt = createdAt.UTC()
+	m.RefreshAt = fromNullTime(refreshAt)
+	m.DeadlineAt = fromNullTime(deadlineAt)
+	m.AttemptUID = fromNullString(attemptUID)
+	m.StartedAt = fromNullTime(startedAt)
+	m.FailingSince = fromNullTime(failingSince)
+	m.LastSuccessAt = fromNullTime(lastSuccessAt)
+	if lastErrorKind != nil {
+		m.LastError = &refresh.LastError{
+			Kind:    *lastErrorKind,
+			Message: fromNullString(lastErrorMessage),
+			At:      fromNullTime(lastErrorAt),
+		}
+	}
+	m.DisabledAt = fromNullTime(disabledAt)
+	m.DisabledReason = fromNullString(disabledReason)
+	m.StatusMessage = fromNullString(statusMessage)
+	return m, nil
+}
+
+// collectModels reads every row of rows with scanModel.
+func collectModels(rows pgx.Rows) ([]refresh.Model, error) {
+	defer rows.Close()
+	var out []refresh.Model
+	for rows.Next() {
+		m, err := scanModel(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func fromNullTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func fromNullString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// notFound returns the ENOTFOUND error of model id.
+func notFound(id string) error {
+	return refresh.Errorf(refresh.ENOTFOUND, "model %q not found", id)
+}
+
+// Get returns the model with id, or an *refresh.Error with code ENOTFOUND.
+func (s *Store) Get(ctx context.Context, id string) (refresh.Model, error) {
+	m, err := scanModel(s.pool.QueryRow(ctx, `SELECT `+modelColumns+` FROM models WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return refresh.Model{}, notFound(id)
+	}
+	if err != nil {
+		return refresh.Model{}, fmt.Errorf("get model %q: %w", id, err)
+	}
+	return m, nil
+}
+
+// List returns the models matching f in id order, at most f.Limit (100
+// when f.Limit <= 0). Pass the last id of a page as f.After to get the
+// next one.
+func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+modelColumns+` FROM models
+		WHERE id > $1
+		  AND ($2::bool IS NULL OR (disabled_at IS NOT NULL) = $2)
+		  AND ($3::bool IS NULL OR (consecutive_failures > 0) = $3)
+		  AND ($4::bool IS NULL OR (attempt_uid IS NOT NULL) = $4)
+		  AND ($5::bool IS NULL OR paused = $5)
+		  AND ($6 = '' OR queue = $6)
+		ORDER BY id
+		LIMIT $7`,
+		f.After, f.Disabled, f.Failing, f.Running, f.Paused, f.Queue, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	models, err := collectModels(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	return models, nil
+}
+
+// History returns the attempts of model id, newest first (by start, then
+// by insertion), at most limit (all when limit <= 0). It returns an
+// *refresh.Error with code ENOTFOUND if the model does not exist.
+func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.Attempt, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	// The outer join keeps one row for an existing model without attempts,
+	// so one query tells "no history" from "no model".
+	rows, err := s.pool.Query(ctx, `SELECT m.id, a.uid, a.attempt_no, a.started_at, a.deadline_at,
+			a.finished_at, a.outcome, a.error_kind, a.error_message, a.decision, a.delay_ns
+		FROM models m
+		LEFT JOIN LATERAL (
+			SELECT * FROM attempts WHERE model_id = m.id
+			ORDER BY started_at DESC, seq DESC
+			LIMIT $2
+		) a ON true
+		WHERE m.id = $1
+		ORDER BY a.started_at DESC, a.seq DESC`, id, lim)
+	if err != nil {
+		return nil, fmt.Errorf("history of model %q: %w", id, err)
+	}
+	defer rows.Close()
+	found := false
+	var out []refresh.Attempt
+	for rows.Next() {
+		found = true
+		var (
+			modelID                                    string
+			uid                                        *string
+			attemptNo                                  *int
+			delay                                      *int64
+			startedAt, deadlineAt, finishedAt          *time.Time
+			outcome, errorKind, errorMessage, decision *string
+		)
+		if err := rows.Scan(&modelID, &uid, &attemptNo, &startedAt, &deadlineAt,
+			&finishedAt, &outcome, &errorKind, &errorMessage, &decision, &delay); err != nil {
+			return nil, fmt.Errorf("history of model %q: %w", id, err)
+		}
+		if uid == nil {
+			continue // the model has no attempt
+		}
+		out = append(out, refresh.Attempt{
+			ModelID:      modelID,
+			UID:          *uid,
+			AttemptNo:    *attemptNo,
+			StartedAt:    fromNullTime(startedAt),
+			DeadlineAt:   fromNullTime(deadlineAt),
+			FinishedAt:   fromNullTime(finishedAt),
+			Outcome:      fromNullString(outcome),
+			ErrorKind:    fromNullString(errorKind),
+			ErrorMessage: fromNullString(errorMessage),
+			Decision:     fromNullString(decision),
+			Delay:        time.Duration(*delay),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history of model %q: %w", id, err)
+	}
+	if !found {
+		return nil, notFound(id)
+	}
+	return out, nil
+}
+
+// Delete removes the model with id and its history, or returns an
+// *refresh.Error with code ENOTFOUND.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM models WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete model %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+// NextDue returns the earliest RefreshAt of a model that can become due,
+// and false if there is none.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var next *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT min(refresh_at) FROM models WHERE `+dueCondition).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("next due model: %w", err)
+	}
+	if next == nil {
+		return time.Time{}, false, nil
+	}
+	return next.UTC(), true, nil
+}
+
+// ClaimDue locks up to limit due models, earliest RefreshAt first (then by
+// id), skipping those another transaction holds, passes them to fn and
+// writes the changes it returns, all in one transaction. fn runs while the
+// rows are locked and before the commit: what it does outside the database
+// (pushing jobs) happens even if the commit then fails.
+//
+// If fn returns an error nothing is written and ClaimDue returns the number
+// of models passed to fn with that error.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []refresh.Model) ([]refresh.Change, error)) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("claim due models: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	rows, err := tx.Query(ctx, `SELECT `+modelColumns+` FROM models
+		WHERE refresh_at <= $1 AND (NOT paused OR attempt_uid IS NOT NULL)
+		ORDER BY refresh_at, id
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED`, now, limit)
+	if err != nil {
+		return 0, fmt.Errorf("claim due models: %w", err)
+	}
+	due, err := collectModels(rows)
+	if err != nil {
+		return 0, fmt.Errorf("claim due models: %w", err)
+	}
+	if len(due) == 0 {
+		return 0, nil
+	}
+	changes, err := fn(due)
+	if err != nil {
+		return len(due), err
+	}
+	if err := write(ctx, tx, due, changes); err != nil {
+		return len(due), fmt.Errorf("claim due models: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return len(due), fmt.Errorf("claim due models: commit: %w", err)
+	}
+	return len(due), nil
+}
+
+// modifyTries bounds how often Modify runs fn when models it creates are
+// created concurrently by another caller.
+const modifyTries = 3
+
+// Modify locks the existing models among ids (in id order, waiting for
+// other transactions that hold them), passes them to fn and writes the
+// changes it returns, all in one transaction. A Change for a model that
+// was not found creates it.
+//
+// If another caller creates such a model first, Modify rolls back and runs
+// fn again with that model found; fn must therefore compute its changes
+// from its arguments only. After three such collisions it returns an
+// *refresh.Error with code ECONFLICT. If fn returns an error nothing is
+// written and Modify returns that error.
+func (s *Store) Modify(ctx context.Context, ids []string, fn func(found []refresh.Model) ([]refresh.Change, error)) error {
+	for try := 1; ; try++ {
+		err := s.modify(ctx, ids, fn)
+		if !errors.Is(err, errCreated) {
+			return err
+		}
+		if try == modifyTries {
+			return refresh.Errorf(refresh.ECONFLICT, "modify models: %v", err)
+		}
+	}
+}
+
+func (s *Store) modify(ctx context.Context, ids []string, fn func(found []refresh.Model) ([]refresh.Change, error)) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("modify models: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	var found []refresh.Model
+	if len(ids) > 0 {
+		// Locking in id order keeps two Modify calls from deadlocking.
+		rows, err := tx.Query(ctx, `SELECT `+modelColumns+` FROM models
+			WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		if err != nil {
+			return fmt.Errorf("modify models: %w", err)
+		}
+		if found, err = collectModels(rows); err != nil {
+			return fmt.Errorf("modify models: %w", err)
+		}
+	}
+	changes, err := fn(found)
+	if err != nil {
+		return err
+	}
+	if err := write(ctx, tx, found, changes); err != nil {
+		if errors.Is(err, errCreated) {
+			return err
+		}
+		return fmt.Errorf("modify models: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("modify models: commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,354 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
+	"github.com/freshen-dev/freshen/refresh/storetest"
+)
+
+var t0 = time.Date(2026, 3, 2, 5, 30, 0, 0, time.UTC)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) refresh.Store { return setup(t).store })
+}
+
+func model(id string, refreshAt time.Time) refresh.Model {
+	return refresh.Model{
+		ID: id, Queue: "tables", Payload: json.RawMessage(`{"n": 1}`),
+		Policy:    refresh.Policy{Timeout: refresh.Duration(time.Hour), OnExhausted: refresh.ExhaustedDisable},
+		CreatedAt: t0, State: refresh.State{RefreshAt: refreshAt},
+	}
+}
+
+// put creates or replaces models in one Modify.
+func put(t *testing.T, s *postgres.Store, ms ...refresh.Model) {
+	t.Helper()
+	ids := make([]string, len(ms))
+	changes := make([]refresh.Change, len(ms))
+	for i, m := range ms {
+		ids[i], changes[i] = m.ID, refresh.Change{Model: m}
+	}
+	require.NoError(t, s.Modify(context.Background(), ids, func([]refresh.Model) ([]refresh.Change, error) {
+		return changes, nil
+	}))
+}
+
+func ids(ms []refresh.Model) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+// A claim that holds its rows does not block a second claim, which gets
+// the other due models.
+func TestClaimDueSkipsLocked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	var all []refresh.Model
+	for i := range 10 {
+		all = append(all, model(fmt.Sprintf("m%d", i), t0.Add(-time.Duration(i)*time.Minute)))
+	}
+	put(t, s, all...)
+
+	inside, release := make(chan []string), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.ClaimDue(ctx, t0, 4, func(due []refresh.Model) ([]refresh.Change, error) {
+			inside <- ids(due)
+			<-release
+			return nil, nil
+		})
+		done <- err
+	}()
+	first := <-inside
+
+	var second []string
+	n, err := s.ClaimDue(ctx, t0, 100, func(due []refresh.Model) ([]refresh.Change, error) {
+		second = ids(due)
+		return nil, nil
+	})
+	require.NoError(t, err)
+	close(release)
+	require.NoError(t, <-done)
+
+	require.Equal(t, []string{"m9", "m8", "m7", "m6"}, first)
+	require.Equal(t, 6, n)
+	require.Equal(t, []string{"m5", "m4", "m3", "m2", "m1", "m0"}, second)
+}
+
+// The store does not fence outcomes: Modify waits for the row a claim
+// holds and passes the committed state to fn, which compares attempt uids.
+func TestModifySeesCommittedClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	m := model("m", t0)
+	m.AttemptUID, m.AttemptNo, m.DeadlineAt = "u1", 1, t0
+	put(t, s, m)
+
+	inside, release := make(chan struct{}), make(chan struct{})
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) ([]refresh.Change, error) {
+			close(inside)
+			<-release
+			m := due[0] // timed out, then started again
+			m.AttemptUID, m.AttemptNo, m.DeadlineAt, m.RefreshAt = "u2", 2, t0.Add(time.Hour), t0.Add(time.Hour)
+			return []refresh.Change{{Model: m}}, nil
+		})
+		claimed <- err
+	}()
+	<-inside
+
+	var seen []string
+	modified := make(chan error, 1)
+	go func() {
+		// A late outcome of attempt u1.
+		modified <- s.Modify(ctx, []string{"m"}, func(found []refresh.Model) ([]refresh.Change, error) {
+			seen = append(seen, found[0].AttemptUID)
+			if found[0].AttemptUID != "u1" {
+				return nil, nil // stale
+			}
+			m := found[0]
+			m.AttemptUID, m.RefreshAt = "", time.Time{}
+			return []refresh.Change{{Model: m}}, nil
+		})
+	}()
+	close(release)
+	require.NoError(t, <-claimed)
+	require.NoError(t, <-modified)
+
+	require.Equal(t, []string{"u2"}, seen)
+	got, err := s.Get(ctx, "m")
+	require.NoError(t, err)
+	require.Equal(t, "u2", got.AttemptUID)
+}
+
+// When another caller creates a model that fn was about to create, Modify
+// runs fn again with the model found, instead of overwriting it.
+func TestModifyConcurrentCreate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+
+	inside, release := make(chan struct{}, 1), make(chan struct{})
+	var calls [][]string
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Modify(ctx, []string{"new"}, func(found []refresh.Model) ([]refresh.Change, error) {
+			calls = append(calls, ids(found))
+			if len(found) == 0 {
+				inside <- struct{}{}
+				<-release
+				return []refresh.Change{{Model: model("new", t0)}}, nil
+			}
+			m := found[0]
+			m.AttemptNo++
+			return []refresh.Change{{Model: m}}, nil
+		})
+	}()
+	<-inside
+	other := model("new", t0)
+	other.Queue = "other"
+	put(t, s, other)
+	close(release)
+	require.NoError(t, <-done)
+
+	require.Equal(t, [][]string{{}, {"new"}}, calls)
+	got, err := s.Get(ctx, "new")
+	require.NoError(t, err)
+	require.Equal(t, "other", got.Queue, "the other caller's model was kept")
+	require.Equal(t, 1, got.AttemptNo, "and changed by the second run of fn")
+}
+
+// Several changes of one model, or of one attempt, in one batch: the last
+// one wins.
+func TestWriteLastChangeWins(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	put(t, s, model("m", t0))
+
+	start := refresh.Attempt{ModelID: "m", UID: "u1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}
+	end := start
+	end.FinishedAt, end.Outcome = t0.Add(time.Minute), refresh.OutcomeSuccess
+	require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) ([]refresh.Change, error) {
+		a, b := found[0], found[0]
+		a.AttemptNo, b.AttemptNo = 1, 2
+		return []refresh.Change{{Model: a, Attempt: &start}, {Model: b, Attempt: &end}}, nil
+	}))
+	got, err := s.Get(ctx, "m")
+	require.NoError(t, err)
+	require.Equal(t, 2, got.AttemptNo)
+	h, err := s.History(ctx, "m", 0)
+	require.NoError(t, err)
+	require.Len(t, h, 1)
+	require.Equal(t, refresh.OutcomeSuccess, h[0].Outcome)
+}
+
+// Claims of a few thousand models, batch after batch, each writing its
+// models and history rows in a few statements.
+func TestClaimDueBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	_, err := b.pool.Exec(ctx, `INSERT INTO models (id, queue, policy, created_at, refresh_at)
+		SELECT 'm' || lpad(i::text, 5, '0'), 'q', '{}', $1::timestamptz, $1::timestamptz - i * interval '1 second'
+		FROM generate_series(1, 2500) AS i`, t0)
+	require.NoError(t, err)
+
+	var sizes []int
+	for {
+		n, err := b.store.ClaimDue(ctx, t0, 1000, startAll)
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+		sizes = append(sizes, n)
+	}
+	require.Equal(t, []int{1000, 1000, 500}, sizes)
+
+	var models, attempts int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM models WHERE attempt_no = 1 AND refresh_at = $1),
+		(SELECT count(*) FROM attempts)`, t0.Add(time.Hour)).Scan(&models, &attempts))
+	require.Equal(t, 2500, models)
+	require.Equal(t, 2500, attempts)
+	next, ok, err := b.store.NextDue(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, t0.Add(time.Hour), next)
+}
+
+// startAll starts an attempt of every due model: refresh_at moves to the
+// deadline, an hour on, and a history row is inserted.
+func startAll(due []refresh.Model) ([]refresh.Change, error) {
+	changes := make([]refresh.Change, len(due))
+	for i, m := range due {
+		m.AttemptNo++
+		m.AttemptUID = fmt.Sprintf("%s:%d", m.ID, m.AttemptNo)
+		m.StartedAt, m.DeadlineAt, m.RefreshAt = t0, t0.Add(time.Hour), t0.Add(time.Hour)
+		changes[i] = refresh.Change{Model: m, Attempt: &refresh.Attempt{
+			ModelID: m.ID, UID: m.AttemptUID, AttemptNo: m.AttemptNo, StartedAt: m.StartedAt, DeadlineAt: m.DeadlineAt,
+		}}
+	}
+	return changes, nil
+}
+
+func TestListen(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wake, err := b.store.Listen(ctx)
+	require.NoError(t, err)
+
+	put(t, b.store, model("m", t0))
+	_, ok := <-wake
+	require.True(t, ok, "a created due model wakes the listener")
+
+	cancel()
+	for range wake {
+	}
+}
+
+// notified runs op and reports whether it sent a notification for the
+// store's schema: a marker sent after op arrives first if op sent none.
+func notified(t *testing.T, b bundle, op func()) bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.ConnectConfig(ctx, b.pool.Config().ConnConfig)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var schema string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
+	_, err = conn.Exec(ctx, "LISTEN "+postgres.NotifyChannel)
+	require.NoError(t, err)
+
+	op()
+	_, err = b.pool.Exec(ctx, "SELECT pg_notify($1, $2)", postgres.NotifyChannel, schema+":marker")
+	require.NoError(t, err)
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		require.NoError(t, err)
+		switch n.Payload {
+		case schema:
+			return true
+		case schema + ":marker":
+			return false
+		}
+	}
+}
+
+func TestNotify(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	s := b.store
+	set := func(id string, change func(*refresh.Model)) func() {
+		return func() {
+			require.NoError(t, s.Modify(ctx, []string{id}, func(found []refresh.Model) ([]refresh.Change, error) {
+				m := found[0]
+				change(&m)
+				return []refresh.Change{{Model: m}}, nil
+			}))
+		}
+	}
+
+	require.True(t, notified(t, b, func() { put(t, s, model("m", t0.Add(time.Hour))) }), "created with a refresh planned")
+	require.False(t, notified(t, b, func() { put(t, s, model("idle", time.Time{})) }), "created with nothing planned")
+	require.False(t, notified(t, b, set("m", func(m *refresh.Model) { m.RefreshAt = t0.Add(2 * time.Hour) })), "moved later")
+	require.True(t, notified(t, b, set("m", func(m *refresh.Model) { m.RefreshAt = t0 })), "moved earlier")
+	require.False(t, notified(t, b, set("m", func(m *refresh.Model) { m.Paused = true })), "paused")
+	require.True(t, notified(t, b, set("m", func(m *refresh.Model) { m.Paused = false })), "resumed")
+	require.True(t, notified(t, b, set("idle", func(m *refresh.Model) { m.RefreshAt = t0 })), "triggered")
+}
+
+// Updates send the policy and payload only when they changed; a change,
+// and a removal of the payload, are written all the same.
+func TestModifyPolicyAndPayload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	put(t, s, model("m", t0))
+	update := func(change func(*refresh.Model)) refresh.Model {
+		t.Helper()
+		require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) ([]refresh.Change, error) {
+			m := found[0]
+			change(&m)
+			return []refresh.Change{{Model: m}}, nil
+		}))
+		got, err := s.Get(ctx, "m")
+		require.NoError(t, err)
+		return got
+	}
+
+	got := update(func(m *refresh.Model) { m.AttemptNo = 1 })
+	require.JSONEq(t, `{"n": 1}`, string(got.Payload))
+	require.Equal(t, refresh.Duration(time.Hour), got.Policy.Timeout)
+
+	got = update(func(m *refresh.Model) {
+		m.Payload = json.RawMessage(`{"n": 2}`)
+		m.Policy.Timeout = refresh.Duration(time.Minute)
+		m.Policy.Retry.NonRetryable = []string{"validation"}
+	})
+	require.JSONEq(t, `{"n": 2}`, string(got.Payload))
+	require.Equal(t, refresh.Duration(time.Minute), got.Policy.Timeout)
+	require.Equal(t, []string{"validation"}, got.Policy.Retry.NonRetryable)
+	require.Equal(t, 1, got.AttemptNo)
+
+	got = update(func(m *refresh.Model) { m.Payload = nil })
+	require.Nil(t, got.Payload)
+}

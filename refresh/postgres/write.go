@@ -1,0 +1,272 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// errCreated is returned by write when a model it was to create exists:
+// another transaction created it after ours looked for it.
+var errCreated = errors.New("a model was created concurrently")
+
+// modelUnnest turns the arrays of modelArrays.args into rows. A NULL
+// policy, and keep_payload, tell an update to keep the stored value: most
+// writes (starts, outcomes) change neither, and so skip re-encoding them.
+const modelUnnest = `unnest($1::text[], $2::text[], $3::text[], $4::text[],
+		$5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::int[], $9::text[],
+		$10::timestamptz[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::text[],
+		$15::text[], $16::timestamptz[], $17::timestamptz[], $18::text[], $19::bool[], $20::text[], $21::bool[])
+	AS u(id, queue, payload, policy, created_at, refresh_at, deadline_at,
+		attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
+		last_success_at, last_error_kind, last_error_message, last_error_at,
+		disabled_at, disabled_reason, paused, status_message, keep_payload)`
+
+const updateModels = `UPDATE models AS m SET
+		queue = u.queue,
+		payload = CASE WHEN u.keep_payload THEN m.payload ELSE u.payload::json END,
+		policy = coalesce(u.policy::jsonb, m.policy),
+		created_at = u.created_at, refresh_at = u.refresh_at, deadline_at = u.deadline_at,
+		attempt_no = u.attempt_no, attempt_uid = u.attempt_uid, started_at = u.started_at,
+		consecutive_failures = u.consecutive_failures, failing_since = u.failing_since,
+		last_success_at = u.last_success_at, last_error_kind = u.last_error_kind,
+		last_error_message = u.last_error_message, last_error_at = u.last_error_at,
+		disabled_at = u.disabled_at, disabled_reason = u.disabled_reason,
+		paused = u.paused, status_message = u.status_message, updated_at = now()
+	FROM ` + modelUnnest + `
+	WHERE m.id = u.id`
+
+const insertModels = `INSERT INTO models (` + modelColumns + `, updated_at)
+	SELECT u.id, u.queue, u.payload::json, u.policy::jsonb, u.created_at, u.refresh_at,
+		u.deadline_at, u.attempt_no, u.attempt_uid, u.started_at, u.consecutive_failures,
+		u.failing_since, u.last_success_at, u.last_error_kind, u.last_error_message,
+		u.last_error_at, u.disabled_at, u.disabled_reason, u.paused, u.status_message, now()
+	FROM ` + modelUnnest + `
+	ON CONFLICT (id) DO NOTHING`
+
+// upsertAttempts inserts history rows, or completes them by uid. A row
+// keeps the model it was inserted for.
+const upsertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
+		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[],
+		$5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[], $9::text[],
+		$10::text[], $11::bigint[])
+	ON CONFLICT (uid) DO UPDATE SET
+		attempt_no = excluded.attempt_no, started_at = excluded.started_at,
+		deadline_at = excluded.deadline_at, finished_at = excluded.finished_at,
+		outcome = excluded.outcome, error_kind = excluded.error_kind,
+		error_message = excluded.error_message, decision = excluded.decision,
+		delay_ns = excluded.delay_ns`
+
+// modelArrays holds a batch of models column by column, the shape that
+// modelUnnest reads.
+type modelArrays struct {
+	id, queue                                                   []string
+	payload, policy                                             []*string
+	createdAt                                                   []time.Time
+	refreshAt, deadlineAt, startedAt, failingSince              []*time.Time
+	lastSuccessAt, lastErrorAt, disabledAt                      []*time.Time
+	attemptNo, consecutiveFailures                              []int32
+	attemptUID, lastErrorKind, lastErrorMessage, disabledReason []*string
+	statusMessage                                               []*string
+	paused, keepPayload                                         []bool
+}
+
+// add appends m. old, if not nil, is the stored model that m replaces:
+// the policy and payload are sent only if they differ from it.
+func (a *modelArrays) add(m refresh.Model, old *refresh.Model) error {
+	var policy *string
+	if old == nil || !reflect.DeepEqual(old.Policy, m.Policy) {
+		b, err := json.Marshal(m.Policy)
+		if err != nil {
+			return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
+		}
+		p := string(b)
+		policy = &p
+	}
+	keepPayload := old != nil && bytes.Equal(old.Payload, m.Payload)
+	var payload *string
+	if len(m.Payload) > 0 && !keepPayload {
+		p := string(m.Payload)
+		payload = &p
+	}
+	var errKind, errMessage *string
+	var errAt *time.Time
+	if e := m.LastError; e != nil {
+		errKind, errMessage, errAt = &e.Kind, &e.Message, nullTime(e.At)
+	}
+	a.id = append(a.id, m.ID)
+	a.queue = append(a.queue, m.Queue)
+	a.payload = append(a.payload, payload)
+	a.policy = append(a.policy, policy)
+	a.createdAt = append(a.createdAt, m.CreatedAt)
+	a.refreshAt = append(a.refreshAt, nullTime(m.RefreshAt))
+	a.deadlineAt = append(a.deadlineAt, nullTime(m.DeadlineAt))
+	a.attemptNo = append(a.attemptNo, int32(m.AttemptNo))
+	a.attemptUID = append(a.attemptUID, nullString(m.AttemptUID))
+	a.startedAt = append(a.startedAt, nullTime(m.StartedAt))
+	a.consecutiveFailures = append(a.consecutiveFailures, int32(m.ConsecutiveFailures))
+	a.failingSince = append(a.failingSince, nullTime(m.FailingSince))
+	a.lastSuccessAt = append(a.lastSuccessAt, nullTime(m.LastSuccessAt))
+	a.lastErrorKind = append(a.lastErrorKind, errKind)
+	a.lastErrorMessage = append(a.lastErrorMessage, errMessage)
+	a.lastErrorAt = append(a.lastErrorAt, errAt)
+	a.disabledAt = append(a.disabledAt, nullTime(m.DisabledAt))
+	a.disabledReason = append(a.disabledReason, nullString(m.DisabledReason))
+	a.paused = append(a.paused, m.Paused)
+	a.statusMessage = append(a.statusMessage, nullString(m.StatusMessage))
+	a.keepPayload = append(a.keepPayload, keepPayload)
+	return nil
+}
+
+func (a *modelArrays) args() []any {
+	return []any{a.id, a.queue, a.payload, a.policy, a.createdAt, a.refreshAt, a.deadlineAt,
+		a.attemptNo, a.attemptUID, a.startedAt, a.consecutiveFailures, a.failingSince,
+		a.lastSuccessAt, a.lastErrorKind, a.lastErrorMessage, a.lastErrorAt,
+		a.disabledAt, a.disabledReason, a.paused, a.statusMessage, a.keepPayload}
+}
+
+// attemptArrays holds a batch of history rows column by column.
+type attemptArrays struct {
+	uid, modelID                               []string
+	attemptNo                                  []int32
+	startedAt                                  []time.Time
+	deadlineAt, finishedAt                     []*time.Time
+	outcome, errorKind, errorMessage, decision []*string
+	delay                                      []int64
+}
+
+func (a *attemptArrays) add(at refresh.Attempt) {
+	a.uid = append(a.uid, at.UID)
+	a.modelID = append(a.modelID, at.ModelID)
+	a.attemptNo = append(a.attemptNo, int32(at.AttemptNo))
+	a.startedAt = append(a.startedAt, at.StartedAt)
+	a.deadlineAt = append(a.deadlineAt, nullTime(at.DeadlineAt))
+	a.finishedAt = append(a.finishedAt, nullTime(at.FinishedAt))
+	a.outcome = append(a.outcome, nullString(at.Outcome))
+	a.errorKind = append(a.errorKind, nullString(at.ErrorKind))
+	a.errorMessage = append(a.errorMessage, nullString(at.ErrorMessage))
+	a.decision = append(a.decision, nullString(at.Decision))
+	a.delay = append(a.delay, int64(at.Delay))
+}
+
+func (a *attemptArrays) args() []any {
+	return []any{a.uid, a.modelID, a.attemptNo, a.startedAt, a.deadlineAt, a.finishedAt,
+		a.outcome, a.errorKind, a.errorMessage, a.decision, a.delay}
+}
+
+// dueAt returns when m can next be claimed: its RefreshAt unless it is
+// paused and idle (zero: never).
+func dueAt(m refresh.Model) time.Time {
+	if m.Paused && !m.Running() {
+		return time.Time{}
+	}
+	return m.RefreshAt
+}
+
+// write stores changes in tx with at most four statements sent in one
+// round trip. locked are the models the transaction holds: a change to one
+// of them updates it, any other change creates its model (errCreated if it
+// exists by then). When several changes name the same model, or several
+// attempts the same uid, the last one wins. If a written model can become
+// due earlier than before, write notifies NotifyChannel.
+func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []refresh.Change) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	before := make(map[string]refresh.Model, len(locked))
+	for _, m := range locked {
+		before[m.ID] = m
+	}
+	lastModel := make(map[string]int, len(changes))
+	lastAttempt := make(map[string]int)
+	for i, c := range changes {
+		lastModel[c.Model.ID] = i
+		if c.Attempt != nil {
+			lastAttempt[c.Attempt.UID] = i
+		}
+	}
+
+	var updates, inserts modelArrays
+	var attempts attemptArrays
+	notify := false
+	for i, c := range changes {
+		if c.Attempt != nil && lastAttempt[c.Attempt.UID] == i {
+			a := *c.Attempt
+			if a.ModelID == "" {
+				a.ModelID = c.Model.ID
+			}
+			attempts.add(a)
+		}
+		if lastModel[c.Model.ID] != i {
+			continue
+		}
+		old, exists := before[c.Model.ID]
+		var err error
+		if exists {
+			err = updates.add(c.Model, &old)
+		} else {
+			err = inserts.add(c.Model, nil)
+		}
+		if err != nil {
+			return err
+		}
+		if next, prev := dueAt(c.Model), dueAt(old); !next.IsZero() && (prev.IsZero() || next.Before(prev)) {
+			notify = true
+		}
+	}
+
+	b := &pgx.Batch{}
+	if len(inserts.id) > 0 {
+		b.Queue(insertModels, inserts.args()...)
+	}
+	if len(updates.id) > 0 {
+		b.Queue(updateModels, updates.args()...)
+	}
+	if len(attempts.uid) > 0 {
+		b.Queue(upsertAttempts, attempts.args()...)
+	}
+	if notify {
+		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
+	}
+	res := tx.SendBatch(ctx, b)
+	err := func() error {
+		if len(inserts.id) > 0 {
+			tag, err := res.Exec()
+			if err != nil {
+				return fmt.Errorf("insert %d models: %w", len(inserts.id), err)
+			}
+			if n := tag.RowsAffected(); n != int64(len(inserts.id)) {
+				return fmt.Errorf("insert %d models: %d existed: %w", len(inserts.id), int64(len(inserts.id))-n, errCreated)
+			}
+		}
+		if len(updates.id) > 0 {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("update %d models: %w", len(updates.id), err)
+			}
+		}
+		if len(attempts.uid) > 0 {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("write %d attempts: %w", len(attempts.uid), err)
+			}
+		}
+		if notify {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("notify: %w", err)
+			}
+		}
+		return nil
+	}()
+	if cerr := res.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
