@@ -114,10 +114,11 @@ func scanModel(row pgx.Row) (refresh.Model, error) {
 	return m, nil
 }
 
-// collectModels reads every row of rows with scanModel.
-func collectModels(rows pgx.Rows) ([]refresh.Model, error) {
+// collectModels reads every row of rows with scanModel; size is the
+// number of rows expected at most.
+func collectModels(rows pgx.Rows, size int) ([]refresh.Model, error) {
 	defer rows.Close()
-	var out []refresh.Model
+	out := make([]refresh.Model, 0, min(size, 1024))
 	for rows.Next() {
 		m, err := scanModel(rows)
 		if err != nil {
@@ -194,7 +195,7 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
 	}
-	models, err := collectModels(rows)
+	models, err := collectModels(rows, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
 	}
@@ -319,7 +320,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return 0, fmt.Errorf("claim due models: %w", err)
 	}
-	due, err := collectModels(rows)
+	due, err := collectModels(rows, limit)
 	if err != nil {
 		return 0, fmt.Errorf("claim due models: %w", err)
 	}
@@ -380,7 +381,7 @@ func (s *Store) modify(ctx context.Context, ids []string, fn func(found []refres
 		if err != nil {
 			return fmt.Errorf("modify models: %w", err)
 		}
-		if found, err = collectModels(rows); err != nil {
+		if found, err = collectModels(rows, len(ids)); err != nil {
 			return fmt.Errorf("modify models: %w", err)
 		}
 	}
