@@ -26,6 +26,7 @@ func commands() []command {
 		// Subcommands are added here, one line each.
 		{"simulate", "run one model through the scheduler on a virtual clock and print its timeline", runSimulate},
 		{"migrate", "apply the database migrations", runMigrate},
+		{"serve", "run the scheduler, the outcome consumer and the HTTP API", runServe},
 	}
 }
 

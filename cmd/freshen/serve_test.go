@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/queue"
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeParseFlags(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://plain/db")
+	t.Setenv("REDIS_URL", "redis://plain:6379/0")
+	t.Setenv("FRESHEN_BATCH_SIZE", "50")
+	t.Setenv("FRESHEN_REDIS_URL", "redis://prefixed:6379/1")
+
+	m := NewMain(io.Discard)
+	require.NoError(t, m.ParseFlags([]string{"--addr", "127.0.0.1:9999", "--max-sleep", "5s", "--log-level", "debug", "--migrate"}))
+	c := m.Config
+	require.Equal(t, "postgres://plain/db", c.DatabaseURL)  // plain variable
+	require.Equal(t, "redis://prefixed:6379/1", c.RedisURL) // FRESHEN_ wins over plain
+	require.Equal(t, 50, c.BatchSize)                       // from FRESHEN_BATCH_SIZE
+	require.Equal(t, "127.0.0.1:9999", c.Addr)              // flag
+	require.Equal(t, 5*time.Second, c.MaxSleep)
+	require.Equal(t, slog.LevelDebug, c.LogLevel)
+	require.True(t, c.Migrate)
+	require.Regexp(t, `^.+-\d+$`, c.InstanceID) // hostname-pid
+	require.Equal(t, queue.DefaultPrefix, c.RedisPrefix)
+
+	m = NewMain(io.Discard)
+	require.NoError(t, m.ParseFlags([]string{"--batch-size", "7", "--database-url", "postgres://flag/db"}))
+	require.Equal(t, 7, m.Config.BatchSize)
+	require.Equal(t, "postgres://flag/db", m.Config.DatabaseURL)
+
+	for args, want := range map[string]string{
+		"--batch-size 0":      "--batch-size: must be >= 1, got 0",
+		"--log-level loud":    `--log-level: must be debug, info, warn or error, got "loud"`,
+		"--max-sleep 0s":      "--max-sleep: must be > 0, got 0s",
+		"--instance-id=":      "--instance-id: must not be empty",
+		"extra":               `unexpected argument "extra"`,
+		"--max-sleep forever": `invalid value "forever" for flag -max-sleep`,
+	} {
+		err := NewMain(io.Discard).ParseFlags(strings.Fields(args))
+		require.ErrorContains(t, err, want, args)
+	}
+
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("REDIS_URL", "")
+	t.Setenv("FRESHEN_REDIS_URL", "")
+	err := NewMain(io.Discard).ParseFlags(nil)
+	require.EqualError(t, err, "--database-url (or DATABASE_URL) and --redis-url (or REDIS_URL) must be set")
+}
+
+// TestServe runs freshen serve against the real servers: a model created
+// through the API with trigger is run by a Go worker, and the model then
+// shows its success.
+func TestServe(t *testing.T) {
+	dbURL, redisURL := os.Getenv("DATABASE_URL"), os.Getenv("REDIS_URL")
+	if dbURL == "" || redisURL == "" {
+		t.Skip("DATABASE_URL and REDIS_URL are not set; run under scripts/with-servers.sh")
+	}
+	ctx := context.Background()
+	suffix := randomHex(t)
+
+	// A schema and a Redis prefix of the test's own.
+	schema := "serve_" + suffix
+	execSQL(t, dbURL, "CREATE SCHEMA "+schema)
+	t.Cleanup(func() { execSQL(t, dbURL, "DROP SCHEMA "+schema+" CASCADE") })
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	q.Set("application_name", "freshen-"+suffix)
+	u.RawQuery = q.Encode()
+	prefix := "serve-test-" + suffix
+	ru, err := url.Parse(redisURL)
+	require.NoError(t, err)
+	rq := ru.Query()
+	rq.Set("client_name", "freshen-"+suffix)
+	ru.RawQuery = rq.Encode()
+
+	logs := &syncBuffer{}
+	m := NewMain(logs)
+	applied := make(chan refresh.ConsumeResult, 100)
+	m.AppliedFunc = func(res refresh.ConsumeResult, err error) {
+		if err == nil && res.Received > 0 {
+			applied <- res
+		}
+	}
+	require.NoError(t, m.ParseFlags([]string{"--database-url", u.String(), "--redis-url", ru.String(), "--redis-prefix", prefix,
+		"--addr", "127.0.0.1:0", "--migrate", "--instance-id", "serve-test", "--log-level", "debug"}))
+	require.NoError(t, m.Run(ctx))
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = m.Close()
+		}
+	})
+	base := "http://" + m.Addr()
+
+	// A worker that succeeds.
+	opt, err := redis.ParseURL(redisURL)
+	require.NoError(t, err)
+	client := redis.NewClient(opt)
+	t.Cleanup(func() {
+		keys, _ := client.Keys(ctx, prefix+":*").Result()
+		if len(keys) > 0 {
+			client.Del(ctx, keys...)
+		}
+		_ = client.Close()
+	})
+	ran := make(chan queue.Job, 10)
+	worker, err := queue.NewWorker(client, queue.WorkerOptions{Prefix: prefix, Queue: "thumbnails", Block: 100 * time.Millisecond},
+		func(ctx context.Context, job queue.Job) error {
+			ran <- job
+			return nil
+		})
+	require.NoError(t, err)
+	workerCtx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- worker.Run(workerCtx) }()
+	t.Cleanup(func() {
+		stopWorker()
+		<-workerDone
+	})
+
+	code, body := request(t, "GET", base+"/healthz", "")
+	require.Equal(t, http.StatusOK, code, body)
+
+	code, body = request(t, "PUT", base+"/models/thumb-1", `{"queue": "thumbnails", "payload": {"image": "cat.png"}, "trigger": true}`)
+	require.Equal(t, http.StatusCreated, code, body)
+
+	job := <-ran
+	require.Equal(t, "thumb-1", job.ModelID)
+	require.JSONEq(t, `{"image": "cat.png"}`, string(job.Payload))
+	waitApplied(applied)
+
+	code, body = request(t, "GET", base+"/models/thumb-1", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.NotNil(t, body["last_success_at"], body)
+	require.Nil(t, body["attempt_uid"])
+	require.Equal(t, 0.0, body["consecutive_failures"])
+
+	// Lost connections are survived: every connection serve holds to
+	// PostgreSQL (pool and LISTEN) and to Redis is killed, and a trigger
+	// still runs the model again.
+	execSQL(t, dbURL, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'freshen-"+suffix+"'")
+	killRedisClients(t, client, "freshen-"+suffix)
+	for try := 0; ; try++ {
+		// The first request may meet a dead pooled connection.
+		code, body = request(t, "POST", base+"/models/thumb-1/trigger", "")
+		if code == http.StatusOK || try == 5 {
+			break
+		}
+	}
+	require.Equal(t, http.StatusOK, code, body)
+	job = <-ran
+	require.Equal(t, "thumb-1", job.ModelID)
+	waitApplied(applied)
+
+	code, body = request(t, "GET", base+"/models/thumb-1/attempts", "")
+	require.Equal(t, http.StatusOK, code, body)
+	attempts := body["attempts"].([]any)
+	require.Len(t, attempts, 2)
+	require.Equal(t, "success", attempts[0].(map[string]any)["outcome"])
+	require.Equal(t, "success", attempts[1].(map[string]any)["outcome"])
+
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Contains(t, string(text), "freshen_attempts_succeeded_total 2")
+	require.Contains(t, string(text), `freshen_queue_jobs_pushed_total{consumer="serve-test"} 2`)
+
+	require.NoError(t, m.Close())
+	closed = true
+	_, err = http.Get(base + "/healthz")
+	require.Error(t, err)
+	require.Contains(t, logs.String(), `"msg":"serving"`)
+}
+
+// waitApplied waits for a consumer pass that applied an outcome.
+func waitApplied(applied <-chan refresh.ConsumeResult) {
+	for res := range applied {
+		if res.Applied > 0 {
+			return
+		}
+	}
+}
+
+// killRedisClients closes the connections of the Redis clients named name.
+func killRedisClients(t *testing.T, client *redis.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := client.ClientList(ctx).Result()
+	require.NoError(t, err)
+	killed := 0
+	for _, line := range strings.Split(list, "\n") {
+		fields := map[string]string{}
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			fields[k] = v
+		}
+		if fields["name"] != name {
+			continue
+		}
+		require.NoError(t, client.Do(ctx, "CLIENT", "KILL", "ID", fields["id"]).Err())
+		killed++
+	}
+	require.NotZero(t, killed)
+}
+
+func request(t *testing.T, method, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return resp.StatusCode, out
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 6)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return hex.EncodeToString(b)
+}
+
+func execSQL(t *testing.T, url, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	require.NoError(t, err)
+}
