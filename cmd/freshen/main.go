@@ -27,6 +27,7 @@ func commands() []command {
 		{"simulate", "run one model through the scheduler on a virtual clock and print its timeline", runSimulate},
 		{"migrate", "apply the database migrations", runMigrate},
 		{"serve", "run the scheduler, the outcome consumer and the HTTP API", runServe},
+		{"demo", "run the scheduler on an embedded in-memory store and Redis with a demo worker", runDemo},
 	}
 }
 
