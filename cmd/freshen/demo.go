@@ -143,18 +143,31 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		return fmt.Errorf("embedded redis: %w", err)
 	}
 
-	// Virtual time starts once Redis is up: at a high speed, starting it
-	// would take virtual minutes.
-	clock := refresh.NewScaledClock(cfg.Start, cfg.Speed)
-
 	view := newDemoView(out, end)
+	store := memory.NewStore()
+	metrics := &refresh.Metrics{}
+
+	// The models are created at the start time, then the clock starts: at
+	// a high speed, setting up would take virtual minutes.
+	view.header(cfg, story)
+	setupQueue, err := queue.New(client, queue.Options{Consumer: "demo", Clock: refresh.NewVirtualClock(cfg.Start), Logger: quiet})
+	if err != nil {
+		return err
+	}
+	setup := &refresh.Service{Store: store, Queue: &teeQueue{Redis: setupQueue, sink: view.add},
+		Clock: refresh.NewVirtualClock(cfg.Start), Logger: quiet, Metrics: metrics}
+	for _, req := range demoModels {
+		if _, err := setup.Put(ctx, req); err != nil {
+			return fmt.Errorf("create %s: %w", req.ID, err)
+		}
+	}
+
+	clock := refresh.NewScaledClock(cfg.Start, cfg.Speed)
 	redisQueue, err := queue.New(client, queue.Options{Consumer: "demo", Clock: clock, Logger: quiet})
 	if err != nil {
 		return err
 	}
 	q := &teeQueue{Redis: redisQueue, sink: view.add}
-	store := memory.NewStore()
-	metrics := &refresh.Metrics{}
 	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: store, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics})
 	if err != nil {
 		return err
@@ -172,13 +185,6 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		return err
 	}
 	svc := &refresh.Service{Store: store, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics, WakeFunc: scheduler.Wake}
-
-	view.header(cfg, story)
-	for _, req := range demoModels {
-		if _, err := svc.Put(ctx, req); err != nil {
-			return fmt.Errorf("create %s: %w", req.ID, err)
-		}
-	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -209,8 +215,11 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		}
 		srv := &http.Server{Handler: refreshhttp.NewServer(svc, refreshhttp.WithLogger(quiet)), ReadHeaderTimeout: 10 * time.Second}
 		goRun(func() { _ = srv.Serve(ln) })
-		defer srv.Close()
-		fmt.Fprintf(out, "HTTP API on http://%s (try GET /models)\n\n", ln.Addr())
+		goRun(func() {
+			<-runCtx.Done()
+			_ = srv.Close()
+		})
+		view.printf("HTTP API on http://%s (try GET /models)\n\n", ln.Addr())
 	}
 
 	started := time.Now()

@@ -51,6 +51,13 @@ func (v *demoView) header(cfg demoConfig, story demoStory) {
 	fmt.Fprintf(v.out, "Every day at %s the person on call enables the disabled models.\n\n", story.enableAt.In(demoZone).Format("15:04"))
 }
 
+// printf prints a line of its own between the events.
+func (v *demoView) printf(format string, args ...any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintf(v.out, format, args...)
+}
+
 // add takes events to show; it is safe for concurrent use.
 func (v *demoView) add(events []refresh.Event) {
 	v.mu.Lock()
