@@ -10,8 +10,10 @@ build:
 test:
 	scripts/with-servers.sh $(GO) test -count=1 ./...
 
+# bench runs the Go benchmarks, then freshen bench (starts/s, outcomes/s,
+# lateness and memory against their targets), on throwaway servers.
 bench:
-	scripts/with-servers.sh $(GO) test -run '^$$' -bench . -benchmem ./...
+	scripts/with-servers.sh sh -c '$(GO) test -run "^$$" -bench . -benchmem ./... && $(GO) run ./cmd/freshen bench'
 
 demo: build
 	./bin/freshen demo
