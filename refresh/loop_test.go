@@ -36,7 +36,7 @@ func setup(t *testing.T) bundle {
 
 func (b bundle) put(t *testing.T, id, policy string, trigger bool) refresh.Model {
 	t.Helper()
-	m, err := b.svc.Put(context.Background(), refresh.PutRequest{ID: id, Queue: "q", Policy: json.RawMessage(policy), Trigger: trigger})
+	m, _, err := b.svc.Put(context.Background(), refresh.PutRequest{ID: id, Queue: "q", Policy: json.RawMessage(policy), Trigger: trigger})
 	require.NoError(t, err)
 	return m
 }

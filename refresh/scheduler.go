@@ -89,6 +89,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		res, err := s.RunOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
 		if s.cfg.TickedFunc != nil {
 			s.cfg.TickedFunc(res, err)
 		}
@@ -189,7 +192,7 @@ func finish(ctx context.Context, q Queue, metrics *Metrics, log *slog.Logger, ev
 			continue
 		}
 		log.Info("model "+e.Type, "model", e.ModelID, "decision", e.Decision, "kind", e.Kind,
-			"message", e.Message, "reason", e.Reason, "attempt_no", e.AttemptNo, "refresh_at", e.RefreshAt)
+			"message", e.Message, "reason", e.Reason, "attempt_no", e.AttemptNo, "refresh_at", ts(e.RefreshAt))
 	}
 	if err := q.Publish(ctx, events); err != nil {
 		metrics.Errors.Add(1)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 )
 
 // Service is what the API and the simulator call to create models and act
@@ -50,10 +51,11 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`)
 const DefaultQueue = "default"
 
 // Put creates the model or replaces its queue, payload and policy. A new
-// model gets its first plan (Create). A replaced model keeps its state;
+// model gets its first plan (Create) and created is true. A replaced model
+// keeps its state;
 // when it is idle, enabled and not in a retry round, its next run is
 // re-planned under the new schedule. Trigger then refreshes it at once.
-func (s *Service) Put(ctx context.Context, req PutRequest) (Model, error) {
+func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) {
 	var errs []FieldError
 	if !namePattern.MatchString(req.ID) {
 		errs = append(errs, FieldError{Field: "id", Rule: "must be 1 to 200 letters, digits or ._:@- starting with a letter or digit"})
@@ -74,24 +76,26 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (Model, error) {
 	if err != nil {
 		var v *ValidationError
 		if !errors.As(err, &v) {
-			return Model{}, err
+			return Model{}, false, err
 		}
 		for _, f := range v.Fields {
-			f.Field = "policy." + f.Field
+			f.Field = strings.TrimSuffix("policy."+f.Field, ".")
 			errs = append(errs, f)
 		}
 	}
 	if len(errs) > 0 {
-		return Model{}, &ValidationError{Fields: errs}
+		return Model{}, false, &ValidationError{Fields: errs}
 	}
 	now := s.Clock.Now()
 	var out Model
+	var created bool
 	var ch changes
 	err = s.Store.Modify(ctx, []string{req.ID}, func(found []Model) ([]Change, error) {
 		ch = changes{}
 		var m Model
 		var d Decision
-		if len(found) == 0 {
+		created = len(found) == 0
+		if created {
 			m, d = Create(Model{ID: req.ID, Queue: req.Queue, Payload: req.Payload, Policy: policy}, req.Trigger, now)
 			ch.add(Model{ID: req.ID}, m, d, now)
 		} else {
@@ -112,10 +116,10 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (Model, error) {
 		return ch.list, nil
 	})
 	if err != nil {
-		return Model{}, fmt.Errorf("put model %s: %w", req.ID, err)
+		return Model{}, false, fmt.Errorf("put model %s: %w", req.ID, err)
 	}
 	s.committed(ctx, ch.events, true)
-	return out, nil
+	return out, created, nil
 }
 
 // Act applies an action (trigger, enable, pause, resume, cancel) to model

@@ -14,7 +14,7 @@ import (
 
 func TestServicePutValidates(t *testing.T) {
 	b := setup(t)
-	_, err := b.svc.Put(context.Background(), refresh.PutRequest{
+	_, _, err := b.svc.Put(context.Background(), refresh.PutRequest{
 		ID: "bad/id", Queue: "", Payload: json.RawMessage(`{`),
 		Policy: json.RawMessage(`{"timeout": "-1s", "retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}`),
 	})
@@ -37,7 +37,9 @@ func TestServicePutValidates(t *testing.T) {
 func TestServicePutCreatesThenReplaces(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	m := b.put(t, "r", hourly, false)
+	m, created, err := b.svc.Put(ctx, refresh.PutRequest{ID: "r", Queue: "q", Policy: json.RawMessage(hourly)})
+	require.NoError(t, err)
+	require.True(t, created)
 	require.Equal(t, "q", m.Queue)
 	require.True(t, m.CreatedAt.Equal(t0))
 	require.True(t, m.RefreshAt.Equal(time.Date(2026, 3, 2, 5, 0, 0, 0, time.UTC)), "first(now) of the hourly rule")
@@ -45,7 +47,9 @@ func TestServicePutCreatesThenReplaces(t *testing.T) {
 
 	// Replacing an idle model re-plans it under the new schedule and keeps its state.
 	b.clock.Advance(time.Minute)
-	m = b.put(t, "r", `{"schedule": "DTSTART:20260302T000000Z\nRRULE:FREQ=DAILY;BYHOUR=12", "timeout": "5m"}`, false)
+	m, created, err = b.svc.Put(ctx, refresh.PutRequest{ID: "r", Queue: "q", Policy: json.RawMessage(`{"schedule": "DTSTART:20260302T000000Z\nRRULE:FREQ=DAILY;BYHOUR=12", "timeout": "5m"}`)})
+	require.NoError(t, err)
+	require.False(t, created)
 	require.True(t, m.RefreshAt.Equal(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)))
 	require.True(t, m.CreatedAt.Equal(t0))
 	require.Empty(t, b.queue.Events(), "a replace without trigger is not a lifecycle event")

@@ -51,7 +51,7 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 	if queue == "" {
 		queue = refresh.DefaultQueue
 	}
-	if _, err := svc.Put(ctx, refresh.PutRequest{ID: spec.Model.ID, Queue: queue, Payload: spec.Model.Payload, Policy: spec.Model.Policy, Trigger: spec.Model.Trigger}); err != nil {
+	if _, _, err := svc.Put(ctx, refresh.PutRequest{ID: spec.Model.ID, Queue: queue, Payload: spec.Model.Payload, Policy: spec.Model.Policy, Trigger: spec.Model.Trigger}); err != nil {
 		return nil, err
 	}
 	policy, err := refresh.ParsePolicy(spec.Model.Policy, lim)

@@ -157,7 +157,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	setup := &refresh.Service{Store: store, Queue: &teeQueue{Redis: setupQueue, sink: view.add},
 		Clock: refresh.NewVirtualClock(cfg.Start), Logger: quiet, Metrics: metrics}
 	for _, req := range demoModels {
-		if _, err := setup.Put(ctx, req); err != nil {
+		if _, _, err := setup.Put(ctx, req); err != nil {
 			return fmt.Errorf("create %s: %w", req.ID, err)
 		}
 	}

@@ -35,15 +35,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	// The service does not say whether Put created the model; a model that
-	// did not exist just before is reported as created.
-	_, err = s.svc.Store.Get(r.Context(), id)
-	created := refresh.ErrorCode(err) == refresh.ENOTFOUND
-	if err != nil && !created {
-		s.Error(w, r, err)
-		return
-	}
-	m, err := s.svc.Put(r.Context(), req)
+	m, created, err := s.svc.Put(r.Context(), req)
 	if err != nil {
 		s.Error(w, r, err)
 		return
