@@ -1,0 +1,736 @@
+package rrule
+
+import (
+	"math/bits"
+	"time"
+)
+
+// frequency is FREQ, ordered like rrule-go's and dateutil's constants.
+type frequency int
+
+const (
+	yearly frequency = iota
+	monthly
+	weekly
+	daily
+	hourly
+	minutely
+	secondly
+)
+
+var frequencyNames = [...]string{"YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY", "MINUTELY", "SECONDLY"}
+
+func (f frequency) String() string { return frequencyNames[f] }
+
+// nthWeekday is a BYDAY entry with a position, like -1FR.
+type nthWeekday struct{ weekday, n int }
+
+// rule is one expanded RRULE. It splits time into periods of
+// FREQ×INTERVAL counted in wall time from DTSTART's period (period 0), and
+// expands each period the way RFC 5545 3.3.10, rrule-go and
+// python-dateutil do: the days of the period that pass the BYxxx filters,
+// times the times of day, then BYSETPOS, then DTSTART, UNTIL and COUNT.
+// Because a period's occurrences depend only on the period (and on
+// DTSTART for period 0), the expansion can start at any period.
+type rule struct {
+	loc      *time.Location
+	freq     frequency
+	interval int64
+	wkst     int
+	count    int
+	until    int64 // instant, when hasUntil
+	hasUntil bool
+
+	start  int64 // DTSTART, wall time
+	origin int64 // DTSTART's period: year, month (y*12+m-1), week-start day, day, or hour/minute/second number
+
+	byMonth      uint16 // bit m
+	byMonthDay   uint32 // bit d for d in 1..31
+	byNMonthDay  uint32 // bit d for -d
+	byYearDay    [6]uint64
+	byNYearDay   [6]uint64
+	hasYearDay   bool
+	byWeekNo     []int
+	byWeekday    uint8 // bit per weekday, Monday = 0
+	byNWeekday   []nthWeekday
+	bySetPos     []int
+	hasDayFilter bool // any of BYMONTH, BYDAY without position, BYMONTHDAY, BYYEARDAY
+
+	// times are the sorted offsets of the occurrences inside a day (up to
+	// DAILY) or inside a period (HOURLY and finer).
+	times []int64
+
+	// For HOURLY, MINUTELY and SECONDLY: the period length, the periods
+	// per day, and the bitset of periods of the day (slots) that BYHOUR,
+	// BYMINUTE and BYSECOND allow and that INTERVAL can reach from DTSTART;
+	// nil when every slot is allowed.
+	unit   int64
+	perDay int64
+	slots  []uint64
+
+	// For COUNT: where to resume counting, and an instant after every
+	// occurrence.
+	checkpoints []checkpoint
+	end         int64
+}
+
+// checkpoint says that emitted occurrences precede period k, which starts
+// at the wall time start.
+type checkpoint struct {
+	k       int64
+	start   int64
+	emitted int
+}
+
+func bitTest(set []uint64, i int64) bool {
+	return i >= 0 && int(i>>6) < len(set) && set[i>>6]&(1<<uint(i&63)) != 0
+}
+
+func bitSet(set []uint64, i int64) {
+	set[i>>6] |= 1 << uint(i&63)
+}
+
+// nextSetBit returns the first set bit at or after i, or -1.
+func nextSetBit(set []uint64, i int64) int64 {
+	w := i >> 6
+	if i < 0 || int(w) >= len(set) {
+		return -1
+	}
+	word := set[w] &^ (1<<uint(i&63) - 1)
+	for {
+		if word != 0 {
+			return w<<6 + int64(bits.TrailingZeros64(word))
+		}
+		w++
+		if int(w) >= len(set) {
+			return -1
+		}
+		word = set[w]
+	}
+}
+
+// dayPasses applies the filters that depend on the day alone: BYMONTH,
+// BYDAY without position, BYMONTHDAY and BYYEARDAY. dim and ylen are the
+// lengths of the day's month and year; yd is its 1-based day of the year.
+func (r *rule) dayPasses(m, d, wd, yd, dim, ylen int) bool {
+	if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
+		return false
+	}
+	if r.byWeekday != 0 && r.byWeekday&(1<<uint(wd)) == 0 {
+		return false
+	}
+	if r.byMonthDay|r.byNMonthDay != 0 &&
+		r.byMonthDay&(1<<uint(d)) == 0 && r.byNMonthDay&(1<<uint(dim-d+1)) == 0 {
+		return false
+	}
+	if r.hasYearDay && !bitTest(r.byYearDay[:], int64(yd)) && !bitTest(r.byNYearDay[:], int64(ylen-yd+1)) {
+		return false
+	}
+	return true
+}
+
+// dayOK applies dayPasses to a day number.
+func (r *rule) dayOK(day int64) bool {
+	if !r.hasDayFilter {
+		return true
+	}
+	y, m, d := civilFromDays(day)
+	return r.dayPasses(m, d, weekdayOf(day), yearDay(y, m, d), daysInMonth(y, m), daysInYear(y))
+}
+
+// nextAllowedMonth returns the first day of the first month after y-m that
+// BYMONTH allows (BYMONTH must be set).
+func (r *rule) nextAllowedMonth(y, m int) int64 {
+	for i := 0; i < 12; i++ {
+		if m++; m > 12 {
+			m, y = 1, y+1
+		}
+		if r.byMonth&(1<<uint(m)) != 0 {
+			break
+		}
+	}
+	return daysFromCivil(y, m, 1)
+}
+
+// periodStart returns the wall time at which period k starts.
+func (r *rule) periodStart(k int64) int64 {
+	switch r.freq {
+	case yearly:
+		return daysFromCivil(int(r.origin+k*r.interval), 1, 1) * secondsPerDay
+	case monthly:
+		mi := r.origin + k*r.interval
+		return daysFromCivil(int(floorDiv(mi, 12)), int(floorMod(mi, 12))+1, 1) * secondsPerDay
+	case weekly:
+		if k == 0 {
+			return floorDiv(r.start, secondsPerDay) * secondsPerDay
+		}
+		return (r.origin + 7*k*r.interval) * secondsPerDay
+	case daily:
+		return (r.origin + k*r.interval) * secondsPerDay
+	default:
+		return (r.origin + k*r.interval) * r.unit
+	}
+}
+
+// periodOf returns the period that holds the wall time w >= r.start.
+func (r *rule) periodOf(w int64) int64 {
+	day := floorDiv(w, secondsPerDay)
+	switch r.freq {
+	case yearly:
+		y, _, _ := civilFromDays(day)
+		return floorDiv(int64(y)-r.origin, r.interval)
+	case monthly:
+		y, m, _ := civilFromDays(day)
+		return floorDiv(int64(y)*12+int64(m-1)-r.origin, r.interval)
+	case weekly:
+		return floorDiv(day-r.origin, 7*r.interval)
+	case daily:
+		return floorDiv(day-r.origin, r.interval)
+	default:
+		return floorDiv(floorDiv(w, r.unit)-r.origin, r.interval)
+	}
+}
+
+// candidate returns the first period at or after k that may hold an
+// occurrence, skipping cheaply over periods that cannot, or false past
+// year 9999.
+func (r *rule) candidate(k int64) (int64, bool) {
+	switch r.freq {
+	case yearly:
+		return k, r.origin+k*r.interval <= maxYear
+	case monthly:
+		for {
+			mi := r.origin + k*r.interval
+			y, m := floorDiv(mi, 12), int(floorMod(mi, 12))+1
+			if y > maxYear {
+				return 0, false
+			}
+			if r.byMonth == 0 || r.byMonth&(1<<uint(m)) != 0 {
+				return k, true
+			}
+			k++
+		}
+	case weekly:
+		for {
+			first := r.origin + 7*k*r.interval
+			if first > maxDay {
+				return 0, false
+			}
+			if r.byMonth == 0 || k == 0 {
+				return k, true
+			}
+			y1, m1, _ := civilFromDays(first)
+			_, m2, _ := civilFromDays(first + 6)
+			if r.byMonth&(1<<uint(m1)) != 0 || r.byMonth&(1<<uint(m2)) != 0 {
+				return k, true
+			}
+			next := floorDiv(r.nextAllowedMonth(y1, m1)-r.origin, 7*r.interval)
+			k = max(k+1, next)
+		}
+	case daily:
+		for {
+			day := r.origin + k*r.interval
+			if day > maxDay {
+				return 0, false
+			}
+			if !r.hasDayFilter {
+				return k, true
+			}
+			y, m, d := civilFromDays(day)
+			if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
+				k = ceilDiv(r.nextAllowedMonth(y, m)-r.origin, r.interval)
+				continue
+			}
+			if r.dayPasses(m, d, weekdayOf(day), yearDay(y, m, d), daysInMonth(y, m), daysInYear(y)) {
+				return k, true
+			}
+			k++
+		}
+	default:
+		for {
+			g := r.origin + k*r.interval
+			day := floorDiv(g, r.perDay)
+			if day > maxDay {
+				return 0, false
+			}
+			if r.hasDayFilter {
+				y, m, d := civilFromDays(day)
+				if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
+					k = ceilDiv(r.nextAllowedMonth(y, m)*r.perDay-r.origin, r.interval)
+					continue
+				}
+				if !r.dayPasses(m, d, weekdayOf(day), yearDay(y, m, d), daysInMonth(y, m), daysInYear(y)) {
+					k = ceilDiv((day+1)*r.perDay-r.origin, r.interval)
+					continue
+				}
+			}
+			if r.slots == nil {
+				return k, true
+			}
+			slot := g - day*r.perDay
+			if s, ok := r.nextSlot(slot); ok {
+				return k + (s-slot)/r.interval, true
+			}
+			k = ceilDiv((day+1)*r.perDay-r.origin, r.interval)
+		}
+	}
+}
+
+// nextSlot returns the first allowed slot at or after slot that lies a
+// whole number of intervals after it, within the same day.
+func (r *rule) nextSlot(slot int64) (int64, bool) {
+	if r.interval >= r.perDay {
+		return slot, bitTest(r.slots, slot)
+	}
+	for b := nextSetBit(r.slots, slot); b >= 0; b = nextSetBit(r.slots, b+1) {
+		if (b-slot)%r.interval == 0 {
+			return b, true
+		}
+	}
+	return 0, false
+}
+
+// markNth sets mask[i] for the days i in [first, last] picked by the
+// positioned BYDAY entries, counting from first or, for negative
+// positions, back from last. wdFirst is the weekday of day first. The
+// arithmetic is dateutil's.
+func (r *rule) markNth(mask []bool, first, last, wdFirst int) {
+	wd := func(i int) int { return int(floorMod(int64(wdFirst+i-first), 7)) }
+	for _, x := range r.byNWeekday {
+		var i int
+		if x.n < 0 {
+			i = last + (x.n+1)*7
+			i -= int(floorMod(int64(wd(i)-x.weekday), 7))
+		} else {
+			i = first + (x.n-1)*7
+			i += int(floorMod(int64(7-wd(i)+x.weekday), 7))
+		}
+		if first <= i && i <= last {
+			mask[i] = true
+		}
+	}
+}
+
+// weekNoMask sets mask[i] for the days i of year y (0 = January 1st) that
+// BYWEEKNO picks, with weeks starting on WKST as RFC 5545 3.3.10 defines
+// them. This is dateutil's algorithm, quirks included.
+func (r *rule) weekNoMask(mask []bool, y int, wd0, ylen int) {
+	wkst := r.wkst
+	wd := func(i int) int { return (wd0 + i) % 7 }
+	firstwkst := int(floorMod(int64(7-wd0+wkst), 7))
+	no1wkst := firstwkst
+	var wyearlen int
+	if no1wkst >= 4 {
+		no1wkst = 0
+		wyearlen = ylen + int(floorMod(int64(wd0-wkst), 7))
+	} else {
+		wyearlen = ylen - no1wkst
+	}
+	numweeks := wyearlen/7 + (wyearlen%7)/4
+	markWeek := func(i int) {
+		for j := 0; j < 7; j++ {
+			mask[i] = true
+			i++
+			if wd(i) == wkst {
+				break
+			}
+		}
+	}
+	has := func(n int) bool {
+		for _, v := range r.byWeekNo {
+			if v == n {
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range r.byWeekNo {
+		if n < 0 {
+			n += numweeks + 1
+		}
+		if n <= 0 || n > numweeks {
+			continue
+		}
+		i := no1wkst
+		if n > 1 {
+			i = no1wkst + (n-1)*7
+			if no1wkst != firstwkst {
+				i -= 7 - firstwkst
+			}
+		}
+		markWeek(i)
+	}
+	if has(1) {
+		// Week 1 of next year may start in this one.
+		i := no1wkst + numweeks*7
+		if no1wkst != firstwkst {
+			i -= 7 - firstwkst
+		}
+		if i < ylen {
+			markWeek(i)
+		}
+	}
+	if no1wkst != 0 {
+		// The days before week 1 belong to last year's last week.
+		lnumweeks := -1
+		if !has(-1) {
+			lwd0 := weekdayOf(daysFromCivil(y-1, 1, 1))
+			lno1wkst := int(floorMod(int64(7-lwd0+wkst), 7))
+			lylen := daysInYear(y - 1)
+			if lno1wkst >= 4 {
+				lnumweeks = 52 + (lylen+int(floorMod(int64(lwd0-wkst), 7)))%7/4
+			} else {
+				lnumweeks = 52 + int(floorMod(int64(ylen-no1wkst), 7))/4
+			}
+		}
+		if has(lnumweeks) {
+			for i := 0; i < no1wkst; i++ {
+				mask[i] = true
+			}
+		}
+	}
+}
+
+// iter walks the occurrences of a rule, as wall times, period by period.
+// It lives on the stack of one call.
+type iter struct {
+	r       *rule
+	k       int64 // current period
+	emitted int   // occurrences so far, counted from DTSTART (COUNT rules)
+	done    bool
+
+	days []int64 // days of the current period that pass the filters
+	base int64   // HOURLY and finer: wall time at which the period starts
+	sel  []int   // BYSETPOS: chosen entries of the period, ascending
+	n, j int     // entries in the period, next entry
+
+	dayBuf [372]int64
+	selBuf [8]int
+	mask1  [380]bool
+	mask2  [380]bool
+}
+
+// load expands period k; false past year 9999.
+func (it *iter) load(k int64) bool {
+	r := it.r
+	it.k, it.j, it.n = k, 0, 0
+	it.days = it.dayBuf[:0]
+	total := 0
+	switch r.freq {
+	case yearly:
+		y := r.origin + k*r.interval
+		if y > maxYear {
+			return false
+		}
+		it.days = it.yearDays(int(y), it.days)
+		total = len(it.days) * len(r.times)
+	case monthly:
+		mi := r.origin + k*r.interval
+		y, m := int(floorDiv(mi, 12)), int(floorMod(mi, 12))+1
+		if y > maxYear {
+			return false
+		}
+		it.days = it.monthDays(y, m, it.days)
+		total = len(it.days) * len(r.times)
+	case weekly:
+		start := r.origin + 7*k*r.interval
+		first := start
+		if k == 0 {
+			first = floorDiv(r.start, secondsPerDay)
+		}
+		if first > maxDay {
+			return false
+		}
+		for day := first; day < start+7; day++ {
+			if r.dayOK(day) {
+				it.days = append(it.days, day)
+			}
+		}
+		total = len(it.days) * len(r.times)
+	case daily:
+		day := r.origin + k*r.interval
+		if day > maxDay {
+			return false
+		}
+		if r.dayOK(day) {
+			it.days = append(it.days, day)
+		}
+		total = len(it.days) * len(r.times)
+	default:
+		g := r.origin + k*r.interval
+		day := floorDiv(g, r.perDay)
+		if day > maxDay {
+			return false
+		}
+		it.base = g * r.unit
+		if (r.slots == nil || bitTest(r.slots, g-day*r.perDay)) && r.dayOK(day) {
+			total = len(r.times)
+		}
+	}
+	if len(r.bySetPos) == 0 || total == 0 {
+		it.n = total
+		return true
+	}
+	it.sel = it.selBuf[:0]
+	for _, p := range r.bySetPos {
+		f := p - 1
+		if p < 0 {
+			f = total + p
+		}
+		if f < 0 || f >= total {
+			continue
+		}
+		// Insert f, keeping sel sorted and unique.
+		i := len(it.sel)
+		for i > 0 && it.sel[i-1] > f {
+			i--
+		}
+		if i > 0 && it.sel[i-1] == f {
+			continue
+		}
+		it.sel = append(it.sel, 0)
+		copy(it.sel[i+1:], it.sel[i:])
+		it.sel[i] = f
+	}
+	it.n = len(it.sel)
+	return true
+}
+
+func (it *iter) yearDays(y int, dst []int64) []int64 {
+	r := it.r
+	jan1 := daysFromCivil(y, 1, 1)
+	wd0 := weekdayOf(jan1)
+	ylen := daysInYear(y)
+	useWeekNo := len(r.byWeekNo) > 0
+	if useWeekNo {
+		clear(it.mask1[:])
+		r.weekNoMask(it.mask1[:], y, wd0, ylen)
+	}
+	useNth := len(r.byNWeekday) > 0
+	if useNth {
+		clear(it.mask2[:])
+		if r.byMonth != 0 {
+			for m := 1; m <= 12; m++ {
+				if r.byMonth&(1<<uint(m)) != 0 {
+					first := yearDay(y, m, 1) - 1
+					r.markNth(it.mask2[:], first, first+daysInMonth(y, m)-1, (wd0+first)%7)
+				}
+			}
+		} else {
+			r.markNth(it.mask2[:], 0, ylen-1, wd0)
+		}
+	}
+	for m := 1; m <= 12; m++ {
+		if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
+			continue
+		}
+		first := yearDay(y, m, 1) - 1
+		dim := daysInMonth(y, m)
+		for d := 1; d <= dim; d++ {
+			i := first + d - 1
+			if useWeekNo && !it.mask1[i] || useNth && !it.mask2[i] {
+				continue
+			}
+			if r.dayPasses(m, d, (wd0+i)%7, i+1, dim, ylen) {
+				dst = append(dst, jan1+int64(i))
+			}
+		}
+	}
+	return dst
+}
+
+func (it *iter) monthDays(y, m int, dst []int64) []int64 {
+	r := it.r
+	if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
+		return dst
+	}
+	first := daysFromCivil(y, m, 1)
+	wd1 := weekdayOf(first)
+	dim, ylen, yd1 := daysInMonth(y, m), daysInYear(y), yearDay(y, m, 1)
+	useNth := len(r.byNWeekday) > 0
+	if useNth {
+		clear(it.mask2[:dim])
+		r.markNth(it.mask2[:], 0, dim-1, wd1)
+	}
+	for d := 1; d <= dim; d++ {
+		if useNth && !it.mask2[d-1] {
+			continue
+		}
+		if r.dayPasses(m, d, (wd1+d-1)%7, yd1+d-1, dim, ylen) {
+			dst = append(dst, first+int64(d-1))
+		}
+	}
+	return dst
+}
+
+// wallAt returns entry j of the current period.
+func (it *iter) wallAt(j int) int64 {
+	r := it.r
+	if len(r.bySetPos) > 0 {
+		j = it.sel[j]
+	}
+	if r.freq >= hourly {
+		return it.base + r.times[j]
+	}
+	nt := len(r.times)
+	return it.days[j/nt]*secondsPerDay + r.times[j%nt]
+}
+
+// advance loads the first non-empty period at or after k.
+func (it *iter) advance(k int64) bool {
+	for {
+		var ok bool
+		if k, ok = it.r.candidate(k); !ok || !it.load(k) {
+			it.done = true
+			return false
+		}
+		if it.n > 0 {
+			return true
+		}
+		k++
+	}
+}
+
+// next returns the next occurrence.
+func (it *iter) next() (int64, bool) {
+	r := it.r
+	for !it.done {
+		for it.j < it.n {
+			w := it.wallAt(it.j)
+			it.j++
+			if w < r.start {
+				continue
+			}
+			if r.count > 0 {
+				if it.emitted >= r.count {
+					it.done = true
+					return 0, false
+				}
+				it.emitted++
+			}
+			return w, true
+		}
+		it.advance(it.k + 1)
+	}
+	return 0, false
+}
+
+// seek moves to the first entry of the current period at or after w.
+func (it *iter) seek(w int64) {
+	lo, hi := it.j, it.n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if it.wallAt(mid) < w {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	it.j = lo
+}
+
+// periodCost roughly weighs expanding one period against emitting one
+// occurrence, to space COUNT checkpoints.
+var periodCost = [...]int{yearly: 64, monthly: 16, weekly: 8, daily: 2, hourly: 1, minutely: 1, secondly: 1}
+
+const checkpointSpacing = 64
+
+// walkCount walks a COUNT rule once from DTSTART, records checkpoints and
+// the end, and reports whether the rule has any occurrence.
+func (r *rule) walkCount() bool {
+	it := iter{r: r}
+	cost := checkpointSpacing
+	last, any := int64(0), false
+	for ok := it.advance(0); ok && it.emitted < r.count; ok = it.advance(it.k + 1) {
+		if cost >= checkpointSpacing {
+			r.checkpoints = append(r.checkpoints, checkpoint{k: it.k, start: r.periodStart(it.k), emitted: it.emitted})
+			cost = 0
+		}
+		cost += periodCost[r.freq] + it.n
+		for it.j < it.n && it.emitted < r.count {
+			w := it.wallAt(it.j)
+			it.j++
+			if w >= r.start {
+				it.emitted++
+				last, any = w, true
+			}
+		}
+	}
+	// An occurrence in a gap can stand for an instant up to a gap's
+	// length after the last wall time's instant.
+	r.end = resolve(r.loc, last).unix + 2*secondsPerDay
+	return any
+}
+
+// next returns the first occurrence of the rule strictly after the instant
+// t (Unix seconds).
+func (r *rule) next(t int64) (int64, bool) {
+	if r.hasUntil && t >= r.until || r.count > 0 && t >= r.end {
+		return 0, false
+	}
+	// Every wall time standing for an instant after t is at or after s.
+	s := wallLowerBound(r.loc, t)
+	it := iter{r: r}
+	switch {
+	case r.count > 0:
+		// Resume counting at the last checkpoint at or before s.
+		lo, hi := 0, len(r.checkpoints)
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if r.checkpoints[mid].start <= s {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		cp := r.checkpoints[max(lo-1, 0)]
+		it.emitted = cp.emitted
+		if !it.advance(cp.k) {
+			return 0, false
+		}
+	case s <= r.start:
+		if !it.advance(0) {
+			return 0, false
+		}
+	default:
+		k := r.periodOf(s)
+		if !it.advance(k) {
+			return 0, false
+		}
+		if it.k == k {
+			it.seek(s)
+		}
+	}
+	// Wall times map to instants in increasing order, except that one in
+	// a gap stands for an instant up to the gap's length later than its
+	// neighbours: so keep looking until a wall time that exists.
+	var best, gapEnd int64
+	found := false
+	for {
+		w, ok := it.next()
+		if !ok {
+			break
+		}
+		if w < s || found && w < gapEnd {
+			continue
+		}
+		x := resolve(r.loc, w)
+		if r.hasUntil && x.unix > r.until {
+			if x.gapEnd == 0 {
+				break
+			}
+			continue
+		}
+		if x.unix <= t {
+			continue
+		}
+		if !found || x.unix < best {
+			best, found = x.unix, true
+		}
+		if x.gapEnd == 0 {
+			break
+		}
+		gapEnd = x.gapEnd
+	}
+	return best, found
+}
