@@ -2,6 +2,7 @@ package rrule
 
 import (
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -138,6 +139,37 @@ func (r *rule) dayOK(day int64) bool {
 	return r.dayPasses(m, d, weekdayOf(day), yearDay(y, m, d), daysInMonth(y, m), daysInYear(y))
 }
 
+// nextPassingDay returns the first day at or after day that passes
+// dayPasses, or a day after year 9999. It walks the calendar month by
+// month, skipping the months BYMONTH leaves out.
+func (r *rule) nextPassingDay(day int64) int64 {
+	if !r.hasDayFilter {
+		return day
+	}
+	y, m, d := civilFromDays(day)
+	wd := weekdayOf(day)
+	for y <= maxYear {
+		dim := daysInMonth(y, m)
+		if r.byMonth == 0 || r.byMonth&(1<<uint(m)) != 0 {
+			ylen, yd := daysInYear(y), yearDay(y, m, d)
+			for ; d <= dim; d++ {
+				if r.dayPasses(m, d, wd, yd, dim, ylen) {
+					return day
+				}
+				day, wd, yd = day+1, (wd+1)%7, yd+1
+			}
+		} else {
+			rest := dim - d + 1
+			day, wd = day+int64(rest), (wd+rest)%7
+		}
+		d = 1
+		if m++; m > 12 {
+			m, y = 1, y+1
+		}
+	}
+	return maxDay + 1
+}
+
 // nextAllowedMonth returns the first day of the first month after y-m that
 // BYMONTH allows (BYMONTH must be set).
 func (r *rule) nextAllowedMonth(y, m int) int64 {
@@ -233,18 +265,11 @@ func (r *rule) candidate(k int64) (int64, bool) {
 			if day > maxDay {
 				return 0, false
 			}
-			if !r.hasDayFilter {
+			next := r.nextPassingDay(day)
+			if next == day {
 				return k, true
 			}
-			y, m, d := civilFromDays(day)
-			if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
-				k = ceilDiv(r.nextAllowedMonth(y, m)-r.origin, r.interval)
-				continue
-			}
-			if r.dayPasses(m, d, weekdayOf(day), yearDay(y, m, d), daysInMonth(y, m), daysInYear(y)) {
-				return k, true
-			}
-			k++
+			k = ceilDiv(next-r.origin, r.interval)
 		}
 	default:
 		for {
@@ -253,16 +278,9 @@ func (r *rule) candidate(k int64) (int64, bool) {
 			if day > maxDay {
 				return 0, false
 			}
-			if r.hasDayFilter {
-				y, m, d := civilFromDays(day)
-				if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
-					k = ceilDiv(r.nextAllowedMonth(y, m)*r.perDay-r.origin, r.interval)
-					continue
-				}
-				if !r.dayPasses(m, d, weekdayOf(day), yearDay(y, m, d), daysInMonth(y, m), daysInYear(y)) {
-					k = ceilDiv((day+1)*r.perDay-r.origin, r.interval)
-					continue
-				}
+			if next := r.nextPassingDay(day); next != day {
+				k = ceilDiv(next*r.perDay-r.origin, r.interval)
+				continue
 			}
 			if r.slots == nil {
 				return k, true
@@ -392,29 +410,37 @@ func (r *rule) weekNoMask(mask []bool, y int, wd0, ylen int) {
 }
 
 // iter walks the occurrences of a rule, as wall times, period by period.
-// It lives on the stack of one call.
+// It lives on the stack of one call, so it holds arrays, not slices into
+// itself.
 type iter struct {
 	r       *rule
 	k       int64 // current period
 	emitted int   // occurrences so far, counted from DTSTART (COUNT rules)
 	done    bool
 
-	days []int64 // days of the current period that pass the filters
-	base int64   // HOURLY and finer: wall time at which the period starts
-	sel  []int   // BYSETPOS: chosen entries of the period, ascending
-	n, j int     // entries in the period, next entry
+	days  [372]int64 // days of the current period that pass the filters
+	nDays int
+	base  int64 // HOURLY and finer: wall time at which the period starts
+	// BYSETPOS: chosen entries of the period, ascending, in sel[:nSel]
+	// or, when there are more, in selMore.
+	sel     [16]int
+	nSel    int
+	selMore []int
+	n, j    int // entries in the period, next entry
 
-	dayBuf [372]int64
-	selBuf [8]int
-	mask1  [380]bool
-	mask2  [380]bool
+	mask1 [380]bool
+	mask2 [380]bool
+}
+
+func (it *iter) addDay(day int64) {
+	it.days[it.nDays] = day
+	it.nDays++
 }
 
 // load expands period k; false past year 9999.
 func (it *iter) load(k int64) bool {
 	r := it.r
-	it.k, it.j, it.n = k, 0, 0
-	it.days = it.dayBuf[:0]
+	it.k, it.j, it.n, it.nDays = k, 0, 0, 0
 	total := 0
 	switch r.freq {
 	case yearly:
@@ -422,16 +448,16 @@ func (it *iter) load(k int64) bool {
 		if y > maxYear {
 			return false
 		}
-		it.days = it.yearDays(int(y), it.days)
-		total = len(it.days) * len(r.times)
+		it.yearDays(int(y))
+		total = it.nDays * len(r.times)
 	case monthly:
 		mi := r.origin + k*r.interval
 		y, m := int(floorDiv(mi, 12)), int(floorMod(mi, 12))+1
 		if y > maxYear {
 			return false
 		}
-		it.days = it.monthDays(y, m, it.days)
-		total = len(it.days) * len(r.times)
+		it.monthDays(y, m)
+		total = it.nDays * len(r.times)
 	case weekly:
 		start := r.origin + 7*k*r.interval
 		first := start
@@ -443,19 +469,19 @@ func (it *iter) load(k int64) bool {
 		}
 		for day := first; day < start+7; day++ {
 			if r.dayOK(day) {
-				it.days = append(it.days, day)
+				it.addDay(day)
 			}
 		}
-		total = len(it.days) * len(r.times)
+		total = it.nDays * len(r.times)
 	case daily:
 		day := r.origin + k*r.interval
 		if day > maxDay {
 			return false
 		}
 		if r.dayOK(day) {
-			it.days = append(it.days, day)
+			it.addDay(day)
 		}
-		total = len(it.days) * len(r.times)
+		total = it.nDays * len(r.times)
 	default:
 		g := r.origin + k*r.interval
 		day := floorDiv(g, r.perDay)
@@ -471,7 +497,8 @@ func (it *iter) load(k int64) bool {
 		it.n = total
 		return true
 	}
-	it.sel = it.selBuf[:0]
+	// Pick the positions, sorted and unique, into sel or selMore.
+	it.nSel, it.selMore = 0, nil
 	for _, p := range r.bySetPos {
 		f := p - 1
 		if p < 0 {
@@ -480,23 +507,29 @@ func (it *iter) load(k int64) bool {
 		if f < 0 || f >= total {
 			continue
 		}
-		// Insert f, keeping sel sorted and unique.
-		i := len(it.sel)
-		for i > 0 && it.sel[i-1] > f {
-			i--
+		if it.selMore == nil && it.nSel == len(it.sel) {
+			it.selMore = append([]int(nil), it.sel[:]...)
 		}
-		if i > 0 && it.sel[i-1] == f {
-			continue
+		if it.selMore != nil {
+			it.selMore = append(it.selMore, f)
+		} else {
+			it.sel[it.nSel] = f
+			it.nSel++
 		}
-		it.sel = append(it.sel, 0)
-		copy(it.sel[i+1:], it.sel[i:])
-		it.sel[i] = f
 	}
-	it.n = len(it.sel)
+	if it.selMore != nil {
+		slices.Sort(it.selMore)
+		it.selMore = slices.Compact(it.selMore)
+		it.n = len(it.selMore)
+		return true
+	}
+	chosen := it.sel[:it.nSel]
+	slices.Sort(chosen)
+	it.n = len(slices.Compact(chosen))
 	return true
 }
 
-func (it *iter) yearDays(y int, dst []int64) []int64 {
+func (it *iter) yearDays(y int) {
 	r := it.r
 	jan1 := daysFromCivil(y, 1, 1)
 	wd0 := weekdayOf(jan1)
@@ -532,17 +565,16 @@ func (it *iter) yearDays(y int, dst []int64) []int64 {
 				continue
 			}
 			if r.dayPasses(m, d, (wd0+i)%7, i+1, dim, ylen) {
-				dst = append(dst, jan1+int64(i))
+				it.addDay(jan1 + int64(i))
 			}
 		}
 	}
-	return dst
 }
 
-func (it *iter) monthDays(y, m int, dst []int64) []int64 {
+func (it *iter) monthDays(y, m int) {
 	r := it.r
 	if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
-		return dst
+		return
 	}
 	first := daysFromCivil(y, m, 1)
 	wd1 := weekdayOf(first)
@@ -557,17 +589,20 @@ func (it *iter) monthDays(y, m int, dst []int64) []int64 {
 			continue
 		}
 		if r.dayPasses(m, d, (wd1+d-1)%7, yd1+d-1, dim, ylen) {
-			dst = append(dst, first+int64(d-1))
+			it.addDay(first + int64(d-1))
 		}
 	}
-	return dst
 }
 
 // wallAt returns entry j of the current period.
 func (it *iter) wallAt(j int) int64 {
 	r := it.r
 	if len(r.bySetPos) > 0 {
-		j = it.sel[j]
+		if it.selMore != nil {
+			j = it.selMore[j]
+		} else {
+			j = it.sel[j]
+		}
 	}
 	if r.freq >= hourly {
 		return it.base + r.times[j]

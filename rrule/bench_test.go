@@ -1,0 +1,138 @@
+package rrule
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	rrulego "github.com/teambition/rrule-go"
+)
+
+// benchRules are the rule classes of the benchmarks, in Europe/Paris.
+var benchRules = []struct{ name, rule string }{
+	{"minutely-interval15", "FREQ=MINUTELY;INTERVAL=15"},
+	{"minutely-byhour-byday", "FREQ=MINUTELY;INTERVAL=5;BYHOUR=9,10,11,12,13,14,15,16,17;BYDAY=MO,TU,WE,TH,FR"},
+	{"hourly-interval2", "FREQ=HOURLY;INTERVAL=2"},
+	{"hourly-byhour-byday", "FREQ=HOURLY;INTERVAL=3;BYHOUR=0,6,12,18;BYDAY=MO,WE,FR;BYMINUTE=30"},
+	{"daily-byhour", "FREQ=DAILY;BYHOUR=6,16"},
+	{"daily-bymonth-interval3", "FREQ=DAILY;INTERVAL=3;BYMONTH=1,2,3,10,11,12;BYHOUR=2;BYMINUTE=30"},
+	{"weekly-byday", "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,TH;BYHOUR=7;BYMINUTE=30"},
+	{"monthly-last-friday", "FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=6"},
+	{"monthly-last-workday-bysetpos", "FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1;BYHOUR=18"},
+	{"yearly-bymonth", "FREQ=YEARLY;BYMONTH=1,4,7,10;BYMONTHDAY=1;BYHOUR=3"},
+	{"yearly-byweekno", "FREQ=YEARLY;BYWEEKNO=1,27;BYDAY=MO;BYHOUR=8"},
+	{"sparse-hourly-byyearday", "FREQ=HOURLY;BYYEARDAY=100"},
+	{"sparse-yearly-feb29-monday", "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO"},
+	{"daily-count", "FREQ=DAILY;BYHOUR=6;COUNT=5000"},
+	{"hourly-count", "FREQ=HOURLY;INTERVAL=3;COUNT=50000"},
+	{"minutely-count", "FREQ=MINUTELY;INTERVAL=10;COUNT=1000000"},
+}
+
+var benchAges = []struct {
+	name string
+	age  time.Duration
+}{
+	{"dtstart-1d", 24 * time.Hour},
+	{"dtstart-5y", 5 * 365 * 24 * time.Hour},
+}
+
+// benchQueries are the times Next is asked about: spread over a week, off
+// the hour.
+func benchQueries(now time.Time) []time.Time {
+	q := make([]time.Time, 64)
+	for i := range q {
+		q[i] = now.Add(time.Duration(i) * (7 * 24 * time.Hour / 64)).Add(time.Duration(i*37) * time.Second)
+	}
+	return q
+}
+
+// BenchmarkNext shows, for each rule class and DTSTART age, rrule-go's
+// After (naive: it walks from DTSTART) beside Schedule.Next (fast), and
+// Parse from the cache plus Next (fast-with-parse, what the refresh package
+// pays per call). ns/op is the mean over the query times; p50-ns is the
+// median over them of the per-call time.
+func BenchmarkNext(b *testing.B) {
+	now := time.Date(2026, 6, 15, 10, 17, 23, 0, time.UTC)
+	queries := benchQueries(now)
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, rc := range benchRules {
+		for _, age := range benchAges {
+			start := now.Add(-age.age).In(paris)
+			text := fmt.Sprintf("DTSTART;TZID=Europe/Paris:%s\nRRULE:%s",
+				time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, time.UTC).Format("20060102T150405"), rc.rule)
+			b.Run(rc.name+"/"+age.name+"/naive", func(b *testing.B) {
+				set, err := rrulego.StrToRRuleSet(text)
+				if err != nil {
+					b.Fatal(err)
+				}
+				i := 0
+				for b.Loop() {
+					set.After(queries[i%len(queries)], false)
+					i++
+				}
+			})
+			b.Run(rc.name+"/"+age.name+"/fast", func(b *testing.B) {
+				s, err := Parse(text, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				i := 0
+				for b.Loop() {
+					s.Next(queries[i%len(queries)])
+					i++
+				}
+				b.StopTimer()
+				b.ReportMetric(medianPerCall(func(t time.Time) { s.Next(t) }, queries), "p50-ns")
+			})
+			b.Run(rc.name+"/"+age.name+"/fast-with-parse", func(b *testing.B) {
+				opt := Options{Timezone: "Europe/Paris", Created: now}
+				if _, err := Parse(text, opt); err != nil {
+					b.Fatal(err)
+				}
+				i := 0
+				for b.Loop() {
+					s, _ := Parse(text, opt)
+					s.Next(queries[i%len(queries)])
+					i++
+				}
+			})
+		}
+	}
+}
+
+// medianPerCall returns the median over queries of the time one call
+// takes, each timed over a batch of calls.
+func medianPerCall(call func(time.Time), queries []time.Time) float64 {
+	const batch = 50
+	per := make([]float64, len(queries))
+	for i, q := range queries {
+		start := time.Now()
+		for range batch {
+			call(q)
+		}
+		per[i] = float64(time.Since(start).Nanoseconds()) / batch
+	}
+	slices.Sort(per)
+	return per[len(per)/2]
+}
+
+// BenchmarkParse measures parsing a schedule that is not cached.
+func BenchmarkParse(b *testing.B) {
+	for _, rc := range []struct{ name, text string }{
+		{"daily", "DTSTART;TZID=Europe/Paris:20200101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16"},
+		{"minutely-count-1e6", "DTSTART;TZID=Europe/Paris:20200101T000000\nRRULE:FREQ=MINUTELY;INTERVAL=10;COUNT=1000000"},
+	} {
+		b.Run(rc.name, func(b *testing.B) {
+			loc, _ := loadLocation("")
+			for b.Loop() {
+				if _, _, err := parse(rc.text, loc, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
