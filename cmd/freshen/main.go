@@ -29,6 +29,7 @@ func commands() []command {
 		{"serve", "run the scheduler, the outcome consumer and the HTTP API", runServe},
 		{"demo", "run the scheduler on an embedded in-memory store and Redis with a demo worker", runDemo},
 		{"bench", "measure starts/s, outcomes/s, lateness and memory on real PostgreSQL and Redis", runBench},
+		{"schedule", "print the next occurrences of a schedule", runSchedule},
 	}
 }
 
