@@ -602,7 +602,7 @@ func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*r
 		if !r.walkCount() {
 			return nil, ErrNoOccurrence
 		}
-	} else if _, ok := r.next(start - 2*secondsPerDay); !ok {
+	} else if !r.exists() {
 		return nil, ErrNoOccurrence
 	}
 	return r, nil

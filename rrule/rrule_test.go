@@ -480,3 +480,25 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestLongCount checks a COUNT rule long enough for its checkpoints to be
+// thinned out.
+func TestLongCount(t *testing.T) {
+	t.Parallel()
+	s, err := Parse("DTSTART:20260101T000000Z\nRRULE:FREQ=SECONDLY;COUNT=1000000", Options{})
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(s.rules[0].checkpoints), maxCheckpoints)
+	start := utc("2026-01-01T00:00:00Z")
+	last := start.Add(999999 * time.Second)
+	for i := range 500 {
+		at := start.Add(time.Duration(i*1900+i%7) * time.Second).Add(time.Second / 3)
+		got, ok := s.Next(at)
+		require.True(t, ok)
+		require.Equal(t, at.Truncate(time.Second).Add(time.Second), got.UTC())
+	}
+	got, ok := s.Next(last.Add(-time.Second))
+	require.True(t, ok)
+	require.Equal(t, last, got.UTC())
+	_, ok = s.Next(last)
+	require.False(t, ok)
+}

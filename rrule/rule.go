@@ -140,15 +140,15 @@ func (r *rule) dayOK(day int64) bool {
 }
 
 // nextPassingDay returns the first day at or after day that passes
-// dayPasses, or a day after year 9999. It walks the calendar month by
-// month, skipping the months BYMONTH leaves out.
-func (r *rule) nextPassingDay(day int64) int64 {
+// dayPasses, or a day after lim. It walks the calendar month by month,
+// skipping the months BYMONTH leaves out.
+func (r *rule) nextPassingDay(day, lim int64) int64 {
 	if !r.hasDayFilter {
 		return day
 	}
 	y, m, d := civilFromDays(day)
 	wd := weekdayOf(day)
-	for y <= maxYear {
+	for day <= lim {
 		dim := daysInMonth(y, m)
 		if r.byMonth == 0 || r.byMonth&(1<<uint(m)) != 0 {
 			ylen, yd := daysInYear(y), yearDay(y, m, d)
@@ -167,7 +167,7 @@ func (r *rule) nextPassingDay(day int64) int64 {
 			m, y = 1, y+1
 		}
 	}
-	return maxDay + 1
+	return lim + 1
 }
 
 // nextAllowedMonth returns the first day of the first month after y-m that
@@ -224,17 +224,17 @@ func (r *rule) periodOf(w int64) int64 {
 }
 
 // candidate returns the first period at or after k that may hold an
-// occurrence, skipping cheaply over periods that cannot, or false past
-// year 9999.
-func (r *rule) candidate(k int64) (int64, bool) {
+// occurrence, skipping cheaply over periods that cannot, or false if it
+// starts after the day lim.
+func (r *rule) candidate(k, lim int64) (int64, bool) {
 	switch r.freq {
 	case yearly:
-		return k, r.origin+k*r.interval <= maxYear
+		return k, daysFromCivil(int(min(r.origin+k*r.interval, maxYear+1)), 1, 1) <= lim
 	case monthly:
 		for {
 			mi := r.origin + k*r.interval
 			y, m := floorDiv(mi, 12), int(floorMod(mi, 12))+1
-			if y > maxYear {
+			if y > maxYear || daysFromCivil(int(y), m, 1) > lim {
 				return 0, false
 			}
 			if r.byMonth == 0 || r.byMonth&(1<<uint(m)) != 0 {
@@ -245,7 +245,7 @@ func (r *rule) candidate(k int64) (int64, bool) {
 	case weekly:
 		for {
 			first := r.origin + 7*k*r.interval
-			if first > maxDay {
+			if first > lim {
 				return 0, false
 			}
 			if r.byMonth == 0 || k == 0 {
@@ -262,10 +262,10 @@ func (r *rule) candidate(k int64) (int64, bool) {
 	case daily:
 		for {
 			day := r.origin + k*r.interval
-			if day > maxDay {
+			if day > lim {
 				return 0, false
 			}
-			next := r.nextPassingDay(day)
+			next := r.nextPassingDay(day, lim)
 			if next == day {
 				return k, true
 			}
@@ -275,10 +275,10 @@ func (r *rule) candidate(k int64) (int64, bool) {
 		for {
 			g := r.origin + k*r.interval
 			day := floorDiv(g, r.perDay)
-			if day > maxDay {
+			if day > lim {
 				return 0, false
 			}
-			if next := r.nextPassingDay(day); next != day {
+			if next := r.nextPassingDay(day, lim); next != day {
 				k = ceilDiv(next*r.perDay-r.origin, r.interval)
 				continue
 			}
@@ -414,6 +414,7 @@ func (r *rule) weekNoMask(mask []bool, y int, wd0, ylen int) {
 // itself.
 type iter struct {
 	r       *rule
+	lim     int64 // last day at which a period may start
 	k       int64 // current period
 	emitted int   // occurrences so far, counted from DTSTART (COUNT rules)
 	done    bool
@@ -445,7 +446,7 @@ func (it *iter) load(k int64) bool {
 	switch r.freq {
 	case yearly:
 		y := r.origin + k*r.interval
-		if y > maxYear {
+		if y > maxYear || daysFromCivil(int(y), 1, 1) > it.lim {
 			return false
 		}
 		it.yearDays(int(y))
@@ -453,7 +454,7 @@ func (it *iter) load(k int64) bool {
 	case monthly:
 		mi := r.origin + k*r.interval
 		y, m := int(floorDiv(mi, 12)), int(floorMod(mi, 12))+1
-		if y > maxYear {
+		if y > maxYear || daysFromCivil(y, m, 1) > it.lim {
 			return false
 		}
 		it.monthDays(y, m)
@@ -464,18 +465,14 @@ func (it *iter) load(k int64) bool {
 		if k == 0 {
 			first = floorDiv(r.start, secondsPerDay)
 		}
-		if first > maxDay {
+		if first > it.lim {
 			return false
 		}
-		for day := first; day < start+7; day++ {
-			if r.dayOK(day) {
-				it.addDay(day)
-			}
-		}
+		it.weekDays(first, start+7)
 		total = it.nDays * len(r.times)
 	case daily:
 		day := r.origin + k*r.interval
-		if day > maxDay {
+		if day > it.lim {
 			return false
 		}
 		if r.dayOK(day) {
@@ -485,7 +482,7 @@ func (it *iter) load(k int64) bool {
 	default:
 		g := r.origin + k*r.interval
 		day := floorDiv(g, r.perDay)
-		if day > maxDay {
+		if day > it.lim {
 			return false
 		}
 		it.base = g * r.unit
@@ -571,6 +568,33 @@ func (it *iter) yearDays(y int) {
 	}
 }
 
+// weekDays adds the days in [first, end) that pass the filters.
+func (it *iter) weekDays(first, end int64) {
+	r := it.r
+	if !r.hasDayFilter {
+		for day := first; day < end; day++ {
+			it.addDay(day)
+		}
+		return
+	}
+	y, m, d := civilFromDays(first)
+	wd, yd := weekdayOf(first), yearDay(y, m, d)
+	dim, ylen := daysInMonth(y, m), daysInYear(y)
+	for day := first; day < end; day++ {
+		if r.dayPasses(m, d, wd, yd, dim, ylen) {
+			it.addDay(day)
+		}
+		d, wd, yd = d+1, (wd+1)%7, yd+1
+		if d > dim {
+			if d, m = 1, m+1; m > 12 {
+				m, y, yd = 1, y+1, 1
+				ylen = daysInYear(y)
+			}
+			dim = daysInMonth(y, m)
+		}
+	}
+}
+
 func (it *iter) monthDays(y, m int) {
 	r := it.r
 	if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
@@ -615,7 +639,7 @@ func (it *iter) wallAt(j int) int64 {
 func (it *iter) advance(k int64) bool {
 	for {
 		var ok bool
-		if k, ok = it.r.candidate(k); !ok || !it.load(k) {
+		if k, ok = it.r.candidate(k, it.lim); !ok || !it.load(k) {
 			it.done = true
 			return false
 		}
@@ -668,16 +692,74 @@ func (it *iter) seek(w int64) {
 // occurrence, to space COUNT checkpoints.
 var periodCost = [...]int{yearly: 64, monthly: 16, weekly: 8, daily: 2, hourly: 1, minutely: 1, secondly: 1}
 
-const checkpointSpacing = 64
+// checkpointSpacing is the initial cost between checkpoints; it doubles
+// whenever a rule reaches maxCheckpoints, which bounds a rule's memory.
+const (
+	checkpointSpacing = 64
+	maxCheckpoints    = 1 << 14
+)
+
+// cycleEnd returns the last day at which a period must be expanded to know
+// whether the rule occurs at all. Periods after the first repeat, calendar
+// and all, once both the Gregorian cycle (400 years: 146097 days, 20871
+// weeks, 4800 months) and FREQ×INTERVAL have come round; so if none of
+// them occurs before then, none ever does.
+func (r *rule) cycleEnd() int64 {
+	const cycle = 146097
+	i := r.interval
+	var days, period int64
+	switch r.freq {
+	case yearly:
+		days, period = i/gcd(400, i)*cycle, 366*i
+	case monthly:
+		days, period = i/gcd(4800, i)*cycle, 31*i
+	case weekly:
+		days, period = 7*i/gcd(cycle, 7*i)*cycle, 7*i
+	case daily:
+		days, period = i/gcd(cycle, i)*cycle, i
+	default:
+		secs := i * r.unit
+		days, period = secs/gcd(cycle*secondsPerDay, secs)*cycle, secs/secondsPerDay+1
+	}
+	return min(floorDiv(r.start, secondsPerDay)+days+period+7, maxDay)
+}
+
+// exists reports whether the rule has any occurrence.
+func (r *rule) exists() bool {
+	it := iter{r: r, lim: r.cycleEnd()}
+	for {
+		w, ok := it.next()
+		if !ok {
+			return false
+		}
+		x := resolve(r.loc, w)
+		if !r.hasUntil || x.unix <= r.until {
+			return true
+		}
+		if x.gapEnd == 0 {
+			// Later occurrences are later still.
+			return false
+		}
+	}
+}
 
 // walkCount walks a COUNT rule once from DTSTART, records checkpoints and
 // the end, and reports whether the rule has any occurrence.
 func (r *rule) walkCount() bool {
-	it := iter{r: r}
-	cost := checkpointSpacing
+	it := iter{r: r, lim: r.cycleEnd()}
+	spacing := checkpointSpacing
+	cost := spacing
 	last, any := int64(0), false
 	for ok := it.advance(0); ok && it.emitted < r.count; ok = it.advance(it.k + 1) {
-		if cost >= checkpointSpacing {
+		if cost >= spacing {
+			if len(r.checkpoints) == maxCheckpoints {
+				// Keep every other one.
+				for i := range maxCheckpoints / 2 {
+					r.checkpoints[i] = r.checkpoints[2*i]
+				}
+				r.checkpoints = r.checkpoints[:maxCheckpoints/2]
+				spacing *= 2
+			}
 			r.checkpoints = append(r.checkpoints, checkpoint{k: it.k, start: r.periodStart(it.k), emitted: it.emitted})
 			cost = 0
 		}
@@ -688,9 +770,11 @@ func (r *rule) walkCount() bool {
 			if w >= r.start {
 				it.emitted++
 				last, any = w, true
+				it.lim = maxDay // it occurs: walk on to the end
 			}
 		}
 	}
+	r.checkpoints = slices.Clip(r.checkpoints)
 	// An occurrence in a gap can stand for an instant up to a gap's
 	// length after the last wall time's instant.
 	r.end = resolve(r.loc, last).unix + 2*secondsPerDay
@@ -705,7 +789,7 @@ func (r *rule) next(t int64) (int64, bool) {
 	}
 	// Every wall time standing for an instant after t is at or after s.
 	s := wallLowerBound(r.loc, t)
-	it := iter{r: r}
+	it := iter{r: r, lim: maxDay}
 	switch {
 	case r.count > 0:
 		// Resume counting at the last checkpoint at or before s.
