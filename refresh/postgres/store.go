@@ -31,6 +31,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	// owned is true when Open created the pool, which Close then closes.
 	owned bool
+	// policies decodes the policies of the models read.
+	policies policyCache
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -70,8 +72,9 @@ const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadli
 // predicate of the partial index models_due.
 const dueCondition = `refresh_at IS NOT NULL AND (NOT paused OR attempt_uid IS NOT NULL)`
 
-// scanModel reads one row of modelColumns.
-func scanModel(row pgx.Row) (refresh.Model, error) {
+// scanModel reads one row of modelColumns, decoding the policy with
+// policies.
+func scanModel(row pgx.Row, policies *policyCache) (refresh.Model, error) {
 	var (
 		m                                                             refresh.Model
 		payload, policy                                               []byte
@@ -91,7 +94,7 @@ func scanModel(row pgx.Row) (refresh.Model, error) {
 	if payload != nil {
 		m.Payload = json.RawMessage(payload)
 	}
-	if err := json.Unmarshal(policy, &m.Policy); err != nil {
+	if m.Policy, err = policies.decode(policy); err != nil {
 		return refresh.Model{}, fmt.Errorf("model %q: decode policy: %w", m.ID, err)
 	}
 	m.CreatedAt = createdAt.UTC()
@@ -116,11 +119,11 @@ func scanModel(row pgx.Row) (refresh.Model, error) {
 
 // collectModels reads every row of rows with scanModel; size is the
 // number of rows expected at most.
-func collectModels(rows pgx.Rows, size int) ([]refresh.Model, error) {
+func collectModels(rows pgx.Rows, size int, policies *policyCache) ([]refresh.Model, error) {
 	defer rows.Close()
 	out := make([]refresh.Model, 0, min(size, 1024))
 	for rows.Next() {
-		m, err := scanModel(rows)
+		m, err := scanModel(rows, policies)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +167,7 @@ func notFound(id string) error {
 
 // Get returns the model with id, or an *refresh.Error with code ENOTFOUND.
 func (s *Store) Get(ctx context.Context, id string) (refresh.Model, error) {
-	m, err := scanModel(s.pool.QueryRow(ctx, `SELECT `+modelColumns+` FROM models WHERE id = $1`, id))
+	m, err := scanModel(s.pool.QueryRow(ctx, `SELECT `+modelColumns+` FROM models WHERE id = $1`, id), &s.policies)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return refresh.Model{}, notFound(id)
 	}
@@ -195,7 +198,7 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
 	}
-	models, err := collectModels(rows, limit)
+	models, err := collectModels(rows, limit, &s.policies)
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
 	}
@@ -320,7 +323,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return 0, fmt.Errorf("claim due models: %w", err)
 	}
-	due, err := collectModels(rows, limit)
+	due, err := collectModels(rows, limit, &s.policies)
 	if err != nil {
 		return 0, fmt.Errorf("claim due models: %w", err)
 	}
@@ -381,7 +384,7 @@ func (s *Store) modify(ctx context.Context, ids []string, fn func(found []refres
 		if err != nil {
 			return fmt.Errorf("modify models: %w", err)
 		}
-		if found, err = collectModels(rows, len(ids)); err != nil {
+		if found, err = collectModels(rows, len(ids), &s.policies); err != nil {
 			return fmt.Errorf("modify models: %w", err)
 		}
 	}
