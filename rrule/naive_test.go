@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +129,50 @@ func TestNextMatchesNaiveWalk(t *testing.T) {
 	}
 	t.Logf("%d schedules, %d refused as having no occurrence", n, rejected)
 	require.Less(t, rejected, n/5)
+}
+
+// TestTrickyRulesMatchNaiveWalk compares hand-picked rules that random
+// generation rarely reaches with the naive walk, over ten years.
+func TestTrickyRulesMatchNaiveWalk(t *testing.T) {
+	t.Parallel()
+	rules := []string{
+		"FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,-1,-2,-3",
+		"FREQ=YEARLY;BYWEEKNO=-1,1,52,53;BYDAY=SU,MO;WKST=SU",
+		"FREQ=YEARLY;BYWEEKNO=53;WKST=TH",
+		"FREQ=YEARLY;BYYEARDAY=-1,1,60,366;BYHOUR=0,12",
+		"FREQ=YEARLY;BYDAY=53MO,-53SU,1SU",
+		"FREQ=YEARLY;BYMONTH=2,12;BYDAY=-5FR,5FR",
+		"FREQ=MONTHLY;BYMONTHDAY=-1,-31,29,30,31",
+		"FREQ=WEEKLY;INTERVAL=3;WKST=SU;BYDAY=SA,SU;BYSETPOS=-1",
+		"FREQ=WEEKLY;BYMONTH=1,12;BYDAY=TU,SU;WKST=WE",
+		"FREQ=HOURLY;INTERVAL=5;BYHOUR=1,2,3,4,5,6,7,8,9,10;BYMINUTE=0,30;BYSETPOS=-1",
+		"FREQ=MINUTELY;INTERVAL=7;BYHOUR=0,23;BYSECOND=0,59",
+		"FREQ=MINUTELY;INTERVAL=1441;BYDAY=SA",
+		"FREQ=DAILY;INTERVAL=17;BYMONTH=2;BYMONTHDAY=29",
+		"FREQ=DAILY;BYDAY=FR;BYMONTHDAY=13;BYHOUR=13;BYMINUTE=13;BYSECOND=13",
+		"FREQ=SECONDLY;INTERVAL=59;BYMINUTE=0;BYHOUR=2",
+		"FREQ=HOURLY;INTERVAL=25;BYYEARDAY=100,-100",
+		"FREQ=YEARLY;INTERVAL=7;BYMONTH=2;BYMONTHDAY=29;COUNT=20",
+		"FREQ=MONTHLY;INTERVAL=13;BYDAY=-1SU;COUNT=300",
+		"FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR,SA,SU;BYHOUR=2,3;BYMINUTE=30;COUNT=9000",
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, zone := range []string{"UTC", "Europe/Paris", "America/New_York"} {
+		for _, body := range rules {
+			c := genCase{
+				Zone: zone, Form: "tzid", Rules: []string{body},
+				Start: wallOf(1999, 3, 27, 2, 30, 0),
+				From:  utc("2025-01-01T00:00:00Z").Unix(), To: utc("2031-01-01T00:00:00Z").Unix(),
+			}
+			if strings.HasPrefix(body, "FREQ=SECONDLY") || strings.HasPrefix(body, "FREQ=MINUTELY") {
+				c.Start = wallOf(2025, 10, 20, 2, 30, 0)
+				c.From, c.To = utc("2026-03-01T00:00:00Z").Unix(), utc("2026-03-31T00:00:00Z").Unix()
+			}
+			c.Horizon = c.To + 400*secondsPerDay
+			s, err := Parse(c.Text(), c.Options())
+			require.NoError(t, err, c.Text())
+			want := naiveInstants(t, c, c.Horizon+2*secondsPerDay)
+			compareWindow(t, rng, fmt.Sprintf("zone %s:\n%s", zone, c.Text()), s, want, c.From, c.To, c.Horizon)
+		}
+	}
 }
