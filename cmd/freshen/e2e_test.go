@@ -394,6 +394,9 @@ func (w *goWorker) count() int {
 // worker's message to the customer, in the API and in the events stream.
 func TestE2EPythonWorker(t *testing.T) {
 	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
 	e := newEnv(t)
 	p := e.serve("py-test")
 
