@@ -130,6 +130,22 @@ func (r *rule) dayPasses(m, d, wd, yd, dim, ylen int) bool {
 	return true
 }
 
+// monthDayMask returns the days of a month of dim days that BYMONTHDAY
+// allows, as bits 1 to dim: all of them without BYMONTHDAY.
+func (r *rule) monthDayMask(dim int) uint32 {
+	all := uint32(1)<<uint(dim+1) - 2
+	if r.byMonthDay|r.byNMonthDay == 0 {
+		return all
+	}
+	mask := r.byMonthDay & all
+	for n := r.byNMonthDay; n != 0; n &= n - 1 {
+		if k := bits.TrailingZeros32(n); k <= dim {
+			mask |= 1 << uint(dim-k+1)
+		}
+	}
+	return mask
+}
+
 // dayOK applies dayPasses to a day number.
 func (r *rule) dayOK(day int64) bool {
 	if !r.hasDayFilter {
@@ -556,7 +572,8 @@ func (it *iter) yearDays(y int) {
 		}
 		first := yearDay(y, m, 1) - 1
 		dim := daysInMonth(y, m)
-		for d := 1; d <= dim; d++ {
+		for days := r.monthDayMask(dim); days != 0; days &= days - 1 {
+			d := bits.TrailingZeros32(days)
 			i := first + d - 1
 			if useWeekNo && !it.mask1[i] || useNth && !it.mask2[i] {
 				continue
@@ -608,7 +625,8 @@ func (it *iter) monthDays(y, m int) {
 		clear(it.mask2[:dim])
 		r.markNth(it.mask2[:], 0, dim-1, wd1)
 	}
-	for d := 1; d <= dim; d++ {
+	for days := r.monthDayMask(dim); days != 0; days &= days - 1 {
+		d := bits.TrailingZeros32(days)
 		if useNth && !it.mask2[d-1] {
 			continue
 		}
