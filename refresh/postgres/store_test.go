@@ -352,3 +352,54 @@ func TestModifyPolicyAndPayload(t *testing.T) {
 	got = update(func(m *refresh.Model) { m.Payload = nil })
 	require.Nil(t, got.Payload)
 }
+
+// Starts insert history rows and ends complete them; an end whose row is
+// missing, in a batch with ends whose rows exist, still adds its row, and a
+// start never overwrites a row already recorded.
+func TestWriteAttemptStartsAndEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	put(t, s, model("a", t0), model("b", t0), model("c", t0))
+	modify := func(as map[string]refresh.Attempt) {
+		t.Helper()
+		require.NoError(t, s.Modify(ctx, []string{"a", "b", "c"}, func(found []refresh.Model) ([]refresh.Change, error) {
+			var cs []refresh.Change
+			for _, m := range found {
+				if a, ok := as[m.ID]; ok {
+					cs = append(cs, refresh.Change{Model: m, Attempt: &a})
+				}
+			}
+			return cs, nil
+		}))
+	}
+	startA := refresh.Attempt{ModelID: "a", UID: "a1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}
+	modify(map[string]refresh.Attempt{"a": startA})
+
+	endA := startA
+	endA.FinishedAt, endA.Outcome = t0.Add(time.Minute), refresh.OutcomeSuccess
+	endB := refresh.Attempt{ModelID: "b", UID: "b1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour),
+		FinishedAt: t0.Add(2 * time.Minute), Outcome: refresh.AttemptCancelled}
+	startC := refresh.Attempt{ModelID: "c", UID: "c1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}
+	modify(map[string]refresh.Attempt{"a": endA, "b": endB, "c": startC})
+	// A start written again for a completed attempt leaves it completed.
+	modify(map[string]refresh.Attempt{"a": startA})
+
+	history := func(id string) refresh.Attempt {
+		t.Helper()
+		h, err := s.History(ctx, id, 0)
+		require.NoError(t, err)
+		require.Len(t, h, 1)
+		return h[0]
+	}
+	a := history("a")
+	require.Equal(t, refresh.OutcomeSuccess, a.Outcome)
+	require.True(t, a.FinishedAt.Equal(endA.FinishedAt))
+	b := history("b")
+	require.Equal(t, refresh.AttemptCancelled, b.Outcome)
+	require.True(t, b.FinishedAt.Equal(endB.FinishedAt))
+	c := history("c")
+	require.Equal(t, "c1", c.UID)
+	require.True(t, c.FinishedAt.IsZero())
+	require.Equal(t, "", c.Outcome)
+}

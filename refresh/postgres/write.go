@@ -52,13 +52,38 @@ const insertModels = `INSERT INTO models (` + modelColumns + `, updated_at)
 	FROM ` + modelUnnest + `
 	ON CONFLICT (id) DO NOTHING`
 
-// upsertAttempts inserts history rows, or completes them by uid. A row
-// keeps the model it was inserted for.
-const upsertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
-		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[],
+// attemptUnnest turns the arrays of attemptArrays.args into rows.
+const attemptUnnest = `unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[],
 		$5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[], $9::text[],
 		$10::text[], $11::bigint[])
+	AS u(uid, model_id, attempt_no, started_at, deadline_at, finished_at, outcome,
+		error_kind, error_message, decision, delay_ns)`
+
+// insertAttempts adds the history rows of new attempts. A row that exists
+// is left as it is: a start never overwrites an attempt already recorded.
+const insertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
+		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
+	SELECT * FROM ` + attemptUnnest + `
+	ON CONFLICT (uid) DO NOTHING`
+
+// endAttempts completes history rows by uid. A row keeps the model it was
+// inserted for.
+const endAttempts = `UPDATE attempts AS a SET
+		attempt_no = u.attempt_no, started_at = u.started_at,
+		deadline_at = u.deadline_at, finished_at = u.finished_at,
+		outcome = u.outcome, error_kind = u.error_kind,
+		error_message = u.error_message, decision = u.decision,
+		delay_ns = u.delay_ns
+	FROM ` + attemptUnnest + `
+	WHERE a.uid = u.uid`
+
+// upsertAttempts inserts history rows, or completes them by uid. write
+// uses it only for the ends of attempts that have no row yet (their start
+// was written in the same call, or never). A row keeps the model it was
+// inserted for.
+const upsertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
+		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
+	SELECT * FROM ` + attemptUnnest + `
 	ON CONFLICT (uid) DO UPDATE SET
 		attempt_no = excluded.attempt_no, started_at = excluded.started_at,
 		deadline_at = excluded.deadline_at, finished_at = excluded.finished_at,
@@ -172,8 +197,10 @@ func dueAt(m refresh.Model) time.Time {
 	return m.RefreshAt
 }
 
-// write stores changes in tx with at most four statements sent in one
-// round trip. locked are the models the transaction holds: a change to one
+// write stores changes in tx with at most five statements sent in one
+// round trip, and a sixth after it only when the end of an attempt finds no
+// history row to complete (its start is in the same changes, or was never
+// written). A start adds its row, an end completes it. locked are the models the transaction holds: a change to one
 // of them updates it, any other change creates its model (errCreated if it
 // exists by then). When several changes name the same model, or several
 // attempts the same uid, the last one wins. If a written model can become
@@ -196,7 +223,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 	}
 
 	var updates, inserts modelArrays
-	var attempts attemptArrays
+	var starts, ends attemptArrays
 	notify := false
 	for i, c := range changes {
 		if c.Attempt != nil && lastAttempt[c.Attempt.UID] == i {
@@ -204,7 +231,11 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 			if a.ModelID == "" {
 				a.ModelID = c.Model.ID
 			}
-			attempts.add(a)
+			if a.FinishedAt.IsZero() && a.Outcome == "" {
+				starts.add(a)
+			} else {
+				ends.add(a)
+			}
 		}
 		if lastModel[c.Model.ID] != i {
 			continue
@@ -231,13 +262,17 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 	if len(updates.id) > 0 {
 		b.Queue(updateModels, updates.args()...)
 	}
-	if len(attempts.uid) > 0 {
-		b.Queue(upsertAttempts, attempts.args()...)
+	if len(starts.uid) > 0 {
+		b.Queue(insertAttempts, starts.args()...)
+	}
+	if len(ends.uid) > 0 {
+		b.Queue(endAttempts, ends.args()...)
 	}
 	if notify {
 		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
 	}
 	res := tx.SendBatch(ctx, b)
+	endedAll := true
 	err := func() error {
 		if len(inserts.id) > 0 {
 			tag, err := res.Exec()
@@ -253,10 +288,17 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 				return fmt.Errorf("update %d models: %w", len(updates.id), err)
 			}
 		}
-		if len(attempts.uid) > 0 {
+		if len(starts.uid) > 0 {
 			if _, err := res.Exec(); err != nil {
-				return fmt.Errorf("write %d attempts: %w", len(attempts.uid), err)
+				return fmt.Errorf("insert %d attempts: %w", len(starts.uid), err)
 			}
+		}
+		if len(ends.uid) > 0 {
+			tag, err := res.Exec()
+			if err != nil {
+				return fmt.Errorf("end %d attempts: %w", len(ends.uid), err)
+			}
+			endedAll = tag.RowsAffected() == int64(len(ends.uid))
 		}
 		if notify {
 			if _, err := res.Exec(); err != nil {
@@ -268,5 +310,14 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 	if cerr := res.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	return err
+	if err != nil || endedAll {
+		return err
+	}
+	// Some ends found no row to complete: write them all again as upserts,
+	// which insert the missing rows (uids are distinct within ends, and
+	// rewriting a completed row with the same values changes nothing).
+	if _, err := tx.Exec(ctx, upsertAttempts, ends.args()...); err != nil {
+		return fmt.Errorf("write %d attempts: %w", len(ends.uid), err)
+	}
+	return nil
 }
