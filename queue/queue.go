@@ -112,19 +112,38 @@ func New(client redis.UniversalClient, opt Options) (*Redis, error) {
 	}, nil
 }
 
+// pushChunk bounds the jobs one LPUSH carries.
+const pushChunk = 1000
+
 // Push enqueues jobs, each on the list of its queue (DefaultQueue if
-// empty), in one pipeline. Jobs of one queue are taken in the order given.
+// empty), in one pipeline with one LPUSH per queue (per pushChunk jobs).
+// Jobs of one queue are taken in the order given.
 func (r *Redis) Push(ctx context.Context, jobs []refresh.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	pipe := r.client.Pipeline()
+	var order []string // the keys, in the order of their first job
+	byKey := make(map[string][]any)
 	for _, j := range jobs {
 		b, err := json.Marshal(j)
 		if err != nil {
 			return fmt.Errorf("encode job of model %s: %w", j.ModelID, err)
 		}
-		pipe.LPush(ctx, r.keys.jobsKey(j.Queue), b)
+		k := r.keys.jobsKey(j.Queue)
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], b)
+	}
+	pipe := r.client.Pipeline()
+	for _, k := range order {
+		// LPUSH puts its values on the left one after the other, so the
+		// first of them is the first popped from the right.
+		for vs := byKey[k]; len(vs) > 0; {
+			n := min(len(vs), pushChunk)
+			pipe.LPush(ctx, k, vs[:n]...)
+			vs = vs[n:]
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("push %d jobs: %w", len(jobs), err)

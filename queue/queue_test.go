@@ -402,3 +402,36 @@ func TestReceiveAfterLostReply(t *testing.T) {
 	require.NoError(t, r.Ack(ctx))
 	require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
 }
+
+// Jobs of several queues, interleaved and more than one LPUSH carries: each
+// queue's list pops them in the order given.
+func TestPushOrder(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+		queues := []string{"thumbs", "tables", ""}
+		var jobs []refresh.Job
+		want := map[string][]string{}
+		for i := range 2*pushChunk + 7 {
+			q := queues[i%len(queues)]
+			if i > pushChunk {
+				q = "thumbs"
+			}
+			id := fmt.Sprintf("m%05d", i)
+			jobs = append(jobs, refresh.Job{ModelID: id, AttemptUID: "u" + id, AttemptNo: 1, Queue: q, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)})
+			want[b.keys.jobsKey(q)] = append(want[b.keys.jobsKey(q)], id)
+		}
+		require.NoError(t, r.Push(ctx, jobs))
+		for k, ids := range want {
+			list := b.lrange(t, k)
+			require.Len(t, list, len(ids))
+			for i, id := range ids {
+				var got refresh.Job
+				require.NoError(t, json.Unmarshal([]byte(list[len(list)-1-i]), &got))
+				require.Equal(t, id, got.ModelID, "key %s, job %d", k, i)
+			}
+		}
+		require.EqualValues(t, len(jobs), r.Stats().Pushed)
+	})
+}
