@@ -1,4 +1,4 @@
-package main_test
+package main
 
 // End-to-end tests: the freshen binary, built once, runs as real child
 // processes against the PostgreSQL and Redis of scripts/with-servers.sh.
@@ -10,8 +10,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -28,7 +26,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -95,11 +92,11 @@ func newEnv(t *testing.T) *env {
 	}
 	e := &env{t: t, bin: freshenBinary(t), redisURL: redisURL}
 	ctx := context.Background()
-	suffix := randomSuffix(t)
+	suffix := randomHex(t)
 
 	name := "e2e_" + suffix
-	adminExec(t, serverURL, "CREATE DATABASE "+name)
-	t.Cleanup(func() { adminExec(t, serverURL, "DROP DATABASE "+name+" WITH (FORCE)") })
+	execSQL(t, serverURL, "CREATE DATABASE "+name)
+	t.Cleanup(func() { execSQL(t, serverURL, "DROP DATABASE "+name+" WITH (FORCE)") })
 	u, err := url.Parse(serverURL)
 	require.NoError(t, err)
 	u.Path = "/" + name
@@ -313,38 +310,6 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// call sends a request with a JSON body (none if body is "") and decodes
-// the JSON object it answers.
-func call(t *testing.T, method, url, body string) (int, map[string]any) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	return resp.StatusCode, out
-}
-
-func randomSuffix(t *testing.T) string {
-	b := make([]byte, 6)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return hex.EncodeToString(b)
-}
-
-// adminExec runs one statement on the server of url.
-func adminExec(t *testing.T, url, sql string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	require.NoError(t, err)
-}
-
 // goWorker runs a queue.Worker that succeeds every job of queue q and
 // records the attempt uids it answered, by model.
 type goWorker struct {
@@ -418,12 +383,12 @@ func TestE2EPythonWorker(t *testing.T) {
 		"py-reject": `{"queue": "py", "payload": {"action": "reject", "user_message": "` + userMessage + `"}, "trigger": true}`,
 		"py-flaky":  `{"queue": "py", "payload": {"action": "fail_first"}, "policy": {"retry": {"delays": ["0s"]}}, "trigger": true}`,
 	} {
-		code, res := call(t, "PUT", p.base+"/models/"+id, body)
+		code, res := request(t, "PUT", p.base+"/models/"+id, body)
 		require.Equal(t, http.StatusCreated, code, res)
 	}
 
 	get := func(id string) map[string]any {
-		code, m := call(t, "GET", p.base+"/models/"+id, "")
+		code, m := request(t, "GET", p.base+"/models/"+id, "")
 		require.Equal(t, http.StatusOK, code, m)
 		return m
 	}
@@ -443,7 +408,7 @@ func TestE2EPythonWorker(t *testing.T) {
 	require.Equal(t, map[string]any{"kind": "validation", "message": "row 1: no header", "at": rejected["disabled_at"]},
 		rejected["last_error"])
 
-	code, hist := call(t, "GET", p.base+"/models/py-flaky/attempts", "")
+	code, hist := request(t, "GET", p.base+"/models/py-flaky/attempts", "")
 	require.Equal(t, http.StatusOK, code, hist)
 	attempts := hist["attempts"].([]any)
 	require.Len(t, attempts, 2, hist)
