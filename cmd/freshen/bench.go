@@ -468,34 +468,37 @@ func (b *bencher) newInstances(ctx context.Context, cfg *pgxpool.Config, k int) 
 	return out, closeAll, nil
 }
 
-// runSchedulers runs k schedulers' passes until no model is due and
-// returns how long that took.
-func (b *bencher) runSchedulers(ctx context.Context, cfg *pgxpool.Config, k int) (time.Duration, error) {
+// pass is one pass of a loop: how many models it handled and whether there
+// may be more.
+type pass func(ctx context.Context) (handled int, more bool, err error)
+
+// runPasses runs one loop per instance, each made by newPass, until none
+// has more to do, and returns how long that took. The loops must handle
+// want models in all.
+func (b *bencher) runPasses(ctx context.Context, cfg *pgxpool.Config, k int, what string, want int, newPass func(benchInstance) (pass, error)) (time.Duration, error) {
 	ins, closeAll, err := b.newInstances(ctx, cfg, k)
 	if err != nil {
 		return 0, err
 	}
 	defer closeAll()
-	var started atomic.Int64
+	var handled atomic.Int64
 	errs := make([]error, k)
 	var wg sync.WaitGroup
 	begin := time.Now()
 	for i, in := range ins {
-		s, err := refresh.NewScheduler(refresh.SchedulerConfig{
-			Store: in.store, Queue: in.queue, Clock: refresh.SystemClock{}, BatchSize: b.cfg.BatchSize, Logger: b.quiet,
-		})
+		p, err := newPass(in)
 		if err != nil {
 			return 0, err
 		}
 		wg.Go(func() {
 			for {
-				res, err := s.RunOnce(ctx)
+				n, more, err := p(ctx)
 				if err != nil {
 					errs[i] = err
 					return
 				}
-				started.Add(int64(res.Started))
-				if res.Claimed == 0 {
+				handled.Add(int64(n))
+				if !more {
 					return
 				}
 			}
@@ -506,10 +509,27 @@ func (b *bencher) runSchedulers(ctx context.Context, cfg *pgxpool.Config, k int)
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	if n := started.Load(); n != int64(b.cfg.Models) {
-		return 0, fmt.Errorf("started %d models, want %d", n, b.cfg.Models)
+	if n := handled.Load(); n != int64(want) {
+		return 0, fmt.Errorf("%s %d models, want %d", what, n, want)
 	}
 	return d, nil
+}
+
+// runSchedulers runs k schedulers' passes until no model is due and
+// returns how long that took.
+func (b *bencher) runSchedulers(ctx context.Context, cfg *pgxpool.Config, k int) (time.Duration, error) {
+	return b.runPasses(ctx, cfg, k, "started", b.cfg.Models, func(in benchInstance) (pass, error) {
+		s, err := refresh.NewScheduler(refresh.SchedulerConfig{
+			Store: in.store, Queue: in.queue, Clock: refresh.SystemClock{}, BatchSize: b.cfg.BatchSize, Logger: b.quiet,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (int, bool, error) {
+			res, err := s.RunOnce(ctx)
+			return res.Started, res.Claimed > 0, err
+		}, nil
+	})
 }
 
 // queueOutcomes drops the jobs and pushes a success outcome for each
@@ -548,46 +568,19 @@ func (b *bencher) queueOutcomes(ctx context.Context, pool *pgxpool.Pool) error {
 // runConsumers runs k consumers' passes until the outcomes list is empty
 // and returns how long that took.
 func (b *bencher) runConsumers(ctx context.Context, cfg *pgxpool.Config, k int) (time.Duration, error) {
-	ins, closeAll, err := b.newInstances(ctx, cfg, k)
-	if err != nil {
-		return 0, err
-	}
-	defer closeAll()
-	var applied atomic.Int64
-	errs := make([]error, k)
-	var wg sync.WaitGroup
-	begin := time.Now()
-	for i, in := range ins {
+	return b.runPasses(ctx, cfg, k, "applied outcomes of", b.cfg.Models, func(in benchInstance) (pass, error) {
 		c, err := refresh.NewConsumer(refresh.ConsumerConfig{
 			Store: in.store, Outcomes: in.queue, Queue: in.queue, Clock: refresh.SystemClock{},
 			BatchSize: b.cfg.BatchSize, Logger: b.quiet,
 		})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		wg.Go(func() {
-			for {
-				res, err := c.RunOnce(ctx)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				applied.Add(int64(res.Applied))
-				if res.Received == 0 {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	d := time.Since(begin)
-	if err := errors.Join(errs...); err != nil {
-		return 0, err
-	}
-	if n := applied.Load(); n != int64(b.cfg.Models) {
-		return 0, fmt.Errorf("applied %d outcomes, want %d", n, b.cfg.Models)
-	}
-	return d, nil
+		return func(ctx context.Context) (int, bool, error) {
+			res, err := c.RunOnce(ctx)
+			return res.Applied, res.Received > 0, err
+		}, nil
+	})
 }
 
 // claimSQL is the baseline of the starts: the same claim, update and
