@@ -51,13 +51,11 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 	if queue == "" {
 		queue = refresh.DefaultQueue
 	}
-	if _, _, err := svc.Put(ctx, refresh.PutRequest{ID: spec.Model.ID, Queue: queue, Payload: spec.Model.Payload, Policy: spec.Model.Policy, Trigger: spec.Model.Trigger}); err != nil {
-		return nil, err
-	}
-	policy, err := refresh.ParsePolicy(spec.Model.Policy, lim)
+	model, _, err := svc.Put(ctx, refresh.PutRequest{ID: spec.Model.ID, Queue: queue, Payload: spec.Model.Payload, Policy: spec.Model.Policy, Trigger: spec.Model.Trigger})
 	if err != nil {
 		return nil, err
 	}
+	timeout := time.Duration(model.Policy.Timeout)
 
 	var timeline []Entry
 	record := func() {
@@ -110,7 +108,7 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 				b = spec.Attempts[started]
 			}
 			started++
-			if a, ok := deliver(job, b, time.Duration(policy.Timeout)); ok {
+			if a, ok := deliver(job, b, timeout); ok {
 				pending = append(pending, a)
 			}
 		}

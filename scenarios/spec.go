@@ -158,8 +158,8 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 			bad(field+".outcome", "must be success, failure or timeout, got %q", b.Outcome)
 		}
 		if b.After != "" {
-			var d refresh.Duration
-			if err := json.Unmarshal([]byte(fmt.Sprintf("%q", b.After)), &d); err != nil || d < 0 {
+			d, err := refresh.ParseDuration(b.After)
+			if err != nil || d < 0 {
 				bad(field+".after", "must be a duration >= 0 like \"2m\" or \"PT2M\", got %q", b.After)
 			}
 			out.After = time.Duration(d)
