@@ -50,7 +50,7 @@ func BenchmarkReceive(b *testing.B) {
 			if err != nil || len(outs) != benchBatch {
 				b.Fatalf("received %d outcomes: %v", len(outs), err)
 			}
-			if err := r.Ack(ctx); err != nil {
+			if err := r.Ack(ctx, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -50,7 +50,7 @@ func ExampleNewWorker() {
 		}
 		n += len(outs)
 	}
-	_ = sched.Ack(ctx)
+	_ = sched.Ack(ctx, nil)
 	stop()
 	<-done
 	// Output:

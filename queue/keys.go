@@ -49,6 +49,10 @@ func (k keys) consumersKey() string { return k.base + "consumers" }
 // deadKey is the dead-letter list: messages that could not be decoded.
 func (k keys) deadKey() string { return k.base + "dead" }
 
+// revokedKey marks attempt uid as over (superseded, cancelled, deleted);
+// it expires after the attempt's deadline.
+func (k keys) revokedKey(uid string) string { return k.base + "revoked:" + uid }
+
 // eventsKey is the stream of lifecycle events.
 func (k keys) eventsKey() string { return k.base + "events" }
 

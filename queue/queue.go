@@ -239,7 +239,7 @@ func (r *Redis) Receive(ctx context.Context, max int, block time.Duration) ([]re
 		}
 		raws = append([]string{raw}, more...)
 	}
-	return r.decode(ctx, raws), nil
+	return r.decode(ctx, raws, r.clock.Now()), nil
 }
 
 // move moves up to max outcomes to the processing list and refreshes the
@@ -254,8 +254,9 @@ func (r *Redis) move(ctx context.Context, max int, now time.Time) ([]string, err
 	return raws, nil
 }
 
-// decode decodes raws and dead-letters those that are not valid outcomes.
-func (r *Redis) decode(ctx context.Context, raws []string) []refresh.Outcome {
+// decode decodes raws, which arrived at at, and dead-letters those that are
+// not valid outcomes.
+func (r *Redis) decode(ctx context.Context, raws []string, arrived time.Time) []refresh.Outcome {
 	outs := make([]refresh.Outcome, 0, len(raws))
 	var pipe redis.Pipeliner
 	at := r.clock.Now().UTC()
@@ -263,6 +264,7 @@ func (r *Redis) decode(ctx context.Context, raws []string) []refresh.Outcome {
 	for _, raw := range raws {
 		o, reason := decodeOutcome(raw)
 		if reason == "" {
+			o.ArrivedAt, o.Raw = arrived, raw
 			outs = append(outs, o)
 			continue
 		}
@@ -291,17 +293,63 @@ func (r *Redis) decode(ctx context.Context, raws []string) []refresh.Outcome {
 	return outs
 }
 
-// Ack drops everything this consumer has received: its processing list.
-func (r *Redis) Ack(ctx context.Context) error {
+// Ack drops everything this consumer has received, its processing list,
+// but the outcomes in keep, which stay in it.
+func (r *Redis) Ack(ctx context.Context, keep []refresh.Outcome) error {
 	pipe := r.client.Pipeline()
-	pipe.Del(ctx, r.keys.processingKey(r.opt.Consumer))
+	if len(keep) == 0 {
+		pipe.Del(ctx, r.keys.processingKey(r.opt.Consumer))
+	} else {
+		raws := make([]any, len(keep))
+		for i, o := range keep {
+			raws[i] = o.Raw
+		}
+		ackScript.Run(ctx, pipe, []string{r.keys.processingKey(r.opt.Consumer)}, raws...)
+	}
 	pipe.ZAdd(ctx, r.keys.consumersKey(), redis.Z{Score: float64(r.clock.Now().UnixMilli()), Member: r.opt.Consumer})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ack outcomes: %w", err)
 	}
-	r.stats.acked.Add(r.unacked)
-	r.unacked = 0
+	r.stats.acked.Add(r.unacked - int64(len(keep)))
+	r.unacked = int64(len(keep))
 	r.dirty = false
+	return nil
+}
+
+// DeadLetter moves o, which Receive returned, from the processing list to
+// the dead-letter list with reason.
+func (r *Redis) DeadLetter(ctx context.Context, o refresh.Outcome, reason string) error {
+	b, _ := json.Marshal(deadLetter{Reason: reason, Message: o.Raw, At: r.clock.Now().UTC()})
+	pipe := r.client.TxPipeline()
+	pipe.LPush(ctx, r.keys.deadKey(), b)
+	pipe.LRem(ctx, r.keys.processingKey(r.opt.Consumer), 1, o.Raw)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("dead-letter outcome: %w", err)
+	}
+	r.stats.dead.Add(1)
+	r.unacked--
+	return nil
+}
+
+// revokedTTL is the least time a revocation is kept, so a worker whose clock
+// runs behind still sees it.
+const revokedTTL = time.Minute
+
+// Revoke marks each attempt as over: the key P:revoked:<uid> holds the
+// reason until a minute after the attempt's deadline.
+func (r *Redis) Revoke(ctx context.Context, revoked []refresh.Revocation) error {
+	if len(revoked) == 0 {
+		return nil
+	}
+	now := r.clock.Now()
+	pipe := r.client.Pipeline()
+	for _, rv := range revoked {
+		ttl := max(rv.DeadlineAt.Sub(now), 0) + revokedTTL
+		pipe.Set(ctx, r.keys.revokedKey(rv.AttemptUID), rv.Reason, ttl)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("revoke %d attempts: %w", len(revoked), err)
+	}
 	return nil
 }
 

@@ -86,12 +86,12 @@ func TestReceiveAck(t *testing.T) {
 
 		got, err := r.Receive(ctx, 2, 0)
 		require.NoError(t, err)
-		require.Equal(t, outs[:2], got) // oldest first
+		require.Equal(t, outs[:2], bare(t, got)) // oldest first
 		require.Len(t, b.lrange(t, b.keys.processingKey("s1")), 2)
 
 		got, err = r.Receive(ctx, 10, 0)
 		require.NoError(t, err)
-		require.Equal(t, outs[2:], got)
+		require.Equal(t, outs[2:], bare(t, got))
 		require.Len(t, b.lrange(t, b.keys.processingKey("s1")), 3)
 		require.Empty(t, b.lrange(t, b.keys.outcomesKey()))
 
@@ -99,7 +99,7 @@ func TestReceiveAck(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, got)
 
-		require.NoError(t, r.Ack(ctx))
+		require.NoError(t, r.Ack(ctx, nil))
 		require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
 		st := r.Stats()
 		require.EqualValues(t, 3, st.Received)
@@ -137,7 +137,7 @@ func TestReceiveBlocks(t *testing.T) {
 		b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, o))
 		res := <-done
 		require.NoError(t, res.err)
-		require.Equal(t, []refresh.Outcome{o}, res.outs)
+		require.Equal(t, []refresh.Outcome{o}, bare(t, res.outs))
 		require.Len(t, b.lrange(t, b.keys.processingKey("s1")), 1)
 	})
 }
@@ -162,7 +162,7 @@ func TestReceiveDeadLetters(t *testing.T) {
 
 		got, err := r.Receive(ctx, 100, 0)
 		require.NoError(t, err)
-		require.Equal(t, []refresh.Outcome{good}, got)
+		require.Equal(t, []refresh.Outcome{good}, bare(t, got))
 		require.Equal(t, []string{outcomeJSON(t, good)}, b.lrange(t, b.keys.processingKey("s1")))
 
 		dead := b.lrange(t, b.keys.deadKey())
@@ -205,15 +205,15 @@ func TestRecoverSameConsumer(t *testing.T) {
 		first := b.newRedis(t, "s1", clock)
 		got, err := first.Receive(ctx, 3, 0)
 		require.NoError(t, err)
-		require.Equal(t, outs[:3], got)
+		require.Equal(t, outs[:3], bare(t, got))
 
 		// The next life, same id, gets them again, in order, then the rest.
 		second := b.newRedis(t, "s1", clock)
 		got, err = second.Receive(ctx, 10, 0)
 		require.NoError(t, err)
-		require.Equal(t, outs, got)
+		require.Equal(t, outs, bare(t, got))
 		require.EqualValues(t, 3, second.Stats().Recovered)
-		require.NoError(t, second.Ack(ctx))
+		require.NoError(t, second.Ack(ctx, nil))
 		require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
 		require.Empty(t, b.lrange(t, b.keys.outcomesKey()))
 	})
@@ -250,7 +250,7 @@ func TestRecoverDeadConsumer(t *testing.T) {
 		require.Equal(t, 2, n)
 		got, err = other.Receive(ctx, 10, 0)
 		require.NoError(t, err)
-		require.Equal(t, []refresh.Outcome{o1, o2}, got)
+		require.Equal(t, []refresh.Outcome{o1, o2}, bare(t, got))
 		require.Empty(t, b.lrange(t, b.keys.processingKey("a")))
 		members, err := b.client.ZRange(ctx, b.keys.consumersKey(), 0, -1).Result()
 		require.NoError(t, err)
@@ -276,7 +276,7 @@ func TestReceiveRecoversPeriodically(t *testing.T) {
 		clock.Advance(DefaultConsumerTimeout + time.Second)
 		got, err = other.Receive(ctx, 10, 0) // looks for dead consumers on its own
 		require.NoError(t, err)
-		require.Equal(t, []refresh.Outcome{o}, got)
+		require.Equal(t, []refresh.Outcome{o}, bare(t, got))
 	})
 }
 
@@ -388,7 +388,7 @@ func TestReceiveAfterLostReply(t *testing.T) {
 	r.dirty = true
 	got, err := r.Receive(ctx, 10, 0)
 	require.NoError(t, err)
-	require.Equal(t, []refresh.Outcome{o}, got)
+	require.Equal(t, []refresh.Outcome{o}, bare(t, got))
 
 	// A failed Receive makes the next one give back the processing list.
 	canceled, cancel := context.WithCancel(ctx)
@@ -398,8 +398,8 @@ func TestReceiveAfterLostReply(t *testing.T) {
 	require.True(t, r.dirty)
 	got, err = r.Receive(ctx, 10, 0)
 	require.NoError(t, err)
-	require.Equal(t, []refresh.Outcome{o}, got) // redelivered, fenced downstream
-	require.NoError(t, r.Ack(ctx))
+	require.Equal(t, []refresh.Outcome{o}, bare(t, got)) // redelivered, fenced downstream
+	require.NoError(t, r.Ack(ctx, nil))
 	require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
 }
 

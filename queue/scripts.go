@@ -42,3 +42,17 @@ end
 redis.call('ZREM', KEYS[3], ARGV[1])
 return n
 `)
+
+// ackScript acknowledges a consumer's processing list but for the messages
+// it keeps: it empties KEYS[1] and pushes ARGV (oldest first) back on its
+// left, so the oldest kept message ends up rightmost, as it was taken.
+//
+//	KEYS: processing list
+//	ARGV: the messages kept, oldest first
+var ackScript = redis.NewScript(`
+redis.call('DEL', KEYS[1])
+for i = 1, #ARGV do
+  redis.call('LPUSH', KEYS[1], ARGV[i])
+end
+return #ARGV
+`)

@@ -75,8 +75,18 @@ func (wb *workerBundle) receive(t *testing.T, n int) []refresh.Outcome {
 		require.NotEmpty(t, outs, "no outcome within 10s; have %v", got)
 		got = append(got, outs...)
 	}
-	require.NoError(t, wb.sched.Ack(context.Background()))
-	return got
+	require.NoError(t, wb.sched.Ack(context.Background(), nil))
+	return bare(t, got)
+}
+
+// bare drops what the transport adds to outcomes (arrival time, raw
+// message), leaving what the worker sent.
+func bare(t *testing.T, outs []refresh.Outcome) []refresh.Outcome {
+	for i := range outs {
+		require.False(t, outs[i].ArrivedAt.IsZero(), "Receive stamps the arrival")
+		outs[i].ArrivedAt, outs[i].Raw = time.Time{}, ""
+	}
+	return outs
 }
 
 func TestNewWorker(t *testing.T) {

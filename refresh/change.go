@@ -3,13 +3,26 @@ package refresh
 import "time"
 
 // NewEvent describes decision d, taken at now, with the state of m after it.
+// The event's time is d.At when set (an outcome's arrival), else now.
 func NewEvent(m Model, d Decision, now time.Time) Event {
-	return Event{
-		At: now, ModelID: m.ID, Type: d.Event, Decision: d.Plan,
-		Kind: d.Kind, Message: d.Message, Reason: d.Reason, Delay: d.Delay,
-		AttemptNo: m.AttemptNo, AttemptUID: d.UID,
-		RefreshAt: m.RefreshAt, DeadlineAt: m.DeadlineAt, Disabled: m.Disabled(),
+	at := now
+	if !d.At.IsZero() {
+		at = d.At
 	}
+	return Event{
+		At: at.UTC(), ModelID: m.ID, Type: d.Event, Decision: d.Plan,
+		Kind: d.Kind, Message: d.Message, Reason: d.Reason, Delay: d.Delay,
+		AttemptNo: m.AttemptNo, AttemptUID: d.UID, AttemptDeadlineAt: utc(d.Deadline),
+		RefreshAt: utc(m.RefreshAt), DeadlineAt: utc(m.DeadlineAt), Disabled: m.Disabled(),
+	}
+}
+
+// utc returns t in UTC, and the zero time as it is.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
 }
 
 // Attempt outcomes recorded in the history besides success, failure and
@@ -30,7 +43,11 @@ func historyRow(before, after Model, d Decision, now time.Time) *Attempt {
 	if d.Event == EventStart {
 		return &Attempt{ModelID: after.ID, UID: d.UID, AttemptNo: after.AttemptNo, StartedAt: after.StartedAt, DeadlineAt: after.DeadlineAt}
 	}
-	a := &Attempt{ModelID: before.ID, UID: d.UID, AttemptNo: before.AttemptNo, StartedAt: before.StartedAt, DeadlineAt: before.DeadlineAt, FinishedAt: now}
+	end := now
+	if !d.At.IsZero() {
+		end = d.At
+	}
+	a := &Attempt{ModelID: before.ID, UID: d.UID, AttemptNo: before.AttemptNo, StartedAt: before.StartedAt, DeadlineAt: before.DeadlineAt, FinishedAt: end}
 	switch d.Event {
 	case EventSuccess:
 		a.Outcome = EventSuccess
@@ -40,6 +57,8 @@ func historyRow(before, after Model, d Decision, now time.Time) *Attempt {
 		a.Outcome = AttemptSuperseded
 	case EventCancel:
 		a.Outcome = AttemptCancelled
+	case EventDelete:
+		return nil // the history goes with the model
 	default:
 		return nil
 	}
@@ -49,32 +68,36 @@ func historyRow(before, after Model, d Decision, now time.Time) *Attempt {
 // changes collects the writes and events of transitions applied to a batch
 // of models, keeping one Change per model (the last state wins).
 type changes struct {
-	index  map[string]int
-	list   []Change
-	events []Event
+	index map[string]int
+	Batch
 }
 
 // add records the transition of before into after by d at now. A decision
-// with no event records nothing.
+// with no event, or one that changed nothing, records nothing.
 func (c *changes) add(before, after Model, d Decision, now time.Time) {
-	if d.Event == "" {
+	if d.Event == "" || d.Unchanged {
 		return
 	}
-	c.events = append(c.events, NewEvent(after, d, now))
+	c.Events = append(c.Events, NewEvent(after, d, now))
 	if d.Event == EventStale {
 		return
 	}
-	ch := Change{Model: after, Decision: d, Attempt: historyRow(before, after, d, now)}
+	c.put(Change{Model: after, Decision: d, Attempt: historyRow(before, after, d, now)})
+}
+
+// put records ch, replacing an earlier change of the same model but keeping
+// its history row when ch has none.
+func (c *changes) put(ch Change) {
 	if c.index == nil {
 		c.index = map[string]int{}
 	}
-	if i, ok := c.index[after.ID]; ok {
+	if i, ok := c.index[ch.Model.ID]; ok {
 		if ch.Attempt == nil {
-			ch.Attempt = c.list[i].Attempt
+			ch.Attempt = c.Changes[i].Attempt
 		}
-		c.list[i] = ch
+		c.Changes[i] = ch
 		return
 	}
-	c.index[after.ID] = len(c.list)
-	c.list = append(c.list, ch)
+	c.index[ch.Model.ID] = len(c.Changes)
+	c.Changes = append(c.Changes, ch)
 }

@@ -193,8 +193,8 @@ func TestChangesAdd(t *testing.T) {
 		m := changeRunning(t, "m1")
 		after, d := Timeout(m, changeNow)
 		c.add(m, after, d, changeNow)
-		require.Empty(t, c.list)
-		require.Empty(t, c.events)
+		require.Empty(t, c.Changes)
+		require.Empty(t, c.Events)
 	})
 
 	t.Run("stale records an event, no write", func(t *testing.T) {
@@ -203,8 +203,8 @@ func TestChangesAdd(t *testing.T) {
 		m := changeRunning(t, "m1")
 		after, d := ApplyOutcome(m, Outcome{AttemptUID: "u0", Type: OutcomeSuccess}, changeNow)
 		c.add(m, after, d, changeNow)
-		require.Empty(t, c.list)
-		require.Equal(t, []Event{NewEvent(after, d, changeNow)}, c.events)
+		require.Empty(t, c.Changes)
+		require.Equal(t, []Event{NewEvent(after, d, changeNow)}, c.Events)
 	})
 
 	t.Run("one change per model, in order", func(t *testing.T) {
@@ -219,8 +219,8 @@ func TestChangesAdd(t *testing.T) {
 		require.Equal(t, []Change{
 			{Model: a2, Decision: da, Attempt: historyRow(a, a2, da, changeNow)},
 			{Model: b2, Decision: db, Attempt: historyRow(b, b2, db, changeNow)},
-		}, c.list)
-		require.Equal(t, []Event{NewEvent(a2, da, changeNow), NewEvent(b2, db, changeNow)}, c.events)
+		}, c.Changes)
+		require.Equal(t, []Event{NewEvent(a2, da, changeNow), NewEvent(b2, db, changeNow)}, c.Events)
 	})
 
 	t.Run("the last state wins and keeps the attempt row", func(t *testing.T) {
@@ -233,13 +233,13 @@ func TestChangesAdd(t *testing.T) {
 		c.add(m0, m1, d1, changeNow)
 		c.add(m1, m2, d2, changeNow)
 		c.add(m2, m3, d3, changeNow)
-		require.Len(t, c.list, 1)
-		require.Equal(t, m3, c.list[0].Model)
-		require.Equal(t, d3, c.list[0].Decision)
-		require.Equal(t, historyRow(m1, m2, d2, changeNow), c.list[0].Attempt, "the success row is not lost")
-		require.Len(t, c.events, 3)
+		require.Len(t, c.Changes, 1)
+		require.Equal(t, m3, c.Changes[0].Model)
+		require.Equal(t, d3, c.Changes[0].Decision)
+		require.Equal(t, historyRow(m1, m2, d2, changeNow), c.Changes[0].Attempt, "the success row is not lost")
+		require.Len(t, c.Events, 3)
 		require.Equal(t, []string{EventStatus, EventSuccess, EventPause},
-			[]string{c.events[0].Type, c.events[1].Type, c.events[2].Type})
+			[]string{c.Events[0].Type, c.Events[1].Type, c.Events[2].Type})
 	})
 
 	t.Run("a later row replaces an earlier one", func(t *testing.T) {
@@ -251,8 +251,8 @@ func TestChangesAdd(t *testing.T) {
 		m2, d2 := Trigger(m1, changeNow)
 		c.add(m0, m1, d1, changeNow)
 		c.add(m1, m2, d2, changeNow)
-		require.Len(t, c.list, 1)
-		require.Equal(t, m2, c.list[0].Model)
-		require.Equal(t, AttemptSuperseded, c.list[0].Attempt.Outcome)
+		require.Len(t, c.Changes, 1)
+		require.Equal(t, m2, c.Changes[0].Model)
+		require.Equal(t, AttemptSuperseded, c.Changes[0].Attempt.Outcome)
 	})
 }

@@ -8,32 +8,41 @@ import (
 	"time"
 )
 
-// ConsumerConfig configures a Consumer. Store, Outcomes, Queue (for
-// lifecycle events) and Clock are required.
+// ConsumerConfig configures a Consumer. Store, Outcomes and Clock are
+// required.
 type ConsumerConfig struct {
 	Store    Store
 	Outcomes Outcomes
-	Queue    Queue
 	Clock    Clock
 	// BatchSize is how many outcomes one pass applies (default 1000).
 	BatchSize int
 	// Block is how long Receive waits for an outcome in Start (default 1s).
-	Block   time.Duration
-	Logger  *slog.Logger
-	Metrics *Metrics
+	Block time.Duration
+	// BusyWait is how long Start waits for new outcomes before it tries
+	// again the outcomes of models another instance holds locked (default
+	// 100ms).
+	BusyWait time.Duration
+	Logger   *slog.Logger
+	Metrics  *Metrics
+	// EventsFunc, if set, is called after a pass that wrote events commits
+	// (the Publisher's Wake).
+	EventsFunc func()
 	// AppliedFunc, if set, is called after every pass; tests wait on it.
 	AppliedFunc func(ConsumeResult, error)
 }
 
 func (c *ConsumerConfig) validate() error {
-	if c.Store == nil || c.Outcomes == nil || c.Queue == nil || c.Clock == nil {
-		return errors.New("consumer: Store, Outcomes, Queue and Clock are required")
+	if c.Store == nil || c.Outcomes == nil || c.Clock == nil {
+		return errors.New("consumer: Store, Outcomes and Clock are required")
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 1000
 	}
 	if c.Block <= 0 {
 		c.Block = time.Second
+	}
+	if c.BusyWait <= 0 {
+		c.BusyWait = 100 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -46,9 +55,22 @@ func (c *ConsumerConfig) validate() error {
 
 // Consumer is the outcome loop: it receives workers' outcomes, applies them
 // fenced by attempt uid, and acknowledges them once written.
+//
+// It never waits on a model that another transaction holds (a stalled
+// instance in the middle of a pass): the outcomes of such a model are kept,
+// in order, and tried again on the next passes, while the outcomes of every
+// other model are applied. A batch the store refuses for its content (bytes
+// the database cannot take) is split until the outcome at fault is found and
+// set aside as a dead letter; a batch that fails for any other reason (the
+// store is down) is kept whole and retried.
 type Consumer struct {
-	cfg     ConsumerConfig
-	pending []Outcome // received, not yet applied
+	cfg ConsumerConfig
+	// held are outcomes received but not applied: of busy models, or of a
+	// batch whose write failed. They come before newer ones.
+	held []Outcome
+	// failed is set when the last pass failed to write; the held outcomes
+	// are then retried before anything new is received.
+	failed bool
 }
 
 // ConsumeResult is what one pass did.
@@ -56,6 +78,11 @@ type ConsumeResult struct {
 	Received int
 	Applied  int
 	Stale    int
+	// Deferred counts outcomes kept for a later pass because their model
+	// was locked by another transaction.
+	Deferred int
+	// DeadLettered counts outcomes set aside because the store refused them.
+	DeadLettered int
 }
 
 // NewConsumer returns a consumer, or an error if cfg lacks a required part.
@@ -66,13 +93,17 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	return &Consumer{cfg: cfg}, nil
 }
 
-// Start runs passes until ctx ends, waiting up to Block for outcomes. A
-// failed pass keeps its outcomes and is retried with backoff. It returns
-// nil when ctx ends.
+// Start runs passes until ctx ends, waiting up to Block for outcomes (up to
+// BusyWait while outcomes of locked models wait). A failed pass keeps its
+// outcomes and is retried with backoff. It returns nil when ctx ends.
 func (c *Consumer) Start(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		res, err := c.runOnce(ctx, c.cfg.Block)
+		block := c.cfg.Block
+		if len(c.held) > 0 {
+			block = c.cfg.BusyWait
+		}
+		res, err := c.runOnce(ctx, block)
 		if c.cfg.AppliedFunc != nil {
 			c.cfg.AppliedFunc(res, err)
 		}
@@ -82,7 +113,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 		}
 		c.cfg.Metrics.Errors.Add(1)
 		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-		c.cfg.Logger.Error("outcome pass failed", "err", err, "retry_in", backoff)
+		c.cfg.Logger.Error("outcome pass failed", "err", err, "retry_in", backoff.String())
 		select {
 		case <-ctx.Done():
 		case <-c.cfg.Clock.After(backoff):
@@ -96,39 +127,117 @@ func (c *Consumer) RunOnce(ctx context.Context) (ConsumeResult, error) {
 	return c.runOnce(ctx, 0)
 }
 
-// runOnce receives a batch (unless one failed to apply before), applies it
-// in one store transaction, acknowledges it and publishes the events.
+// runOnce receives a batch (unless the last write failed), applies it,
+// acknowledges what it applied and reports the events.
 func (c *Consumer) runOnce(ctx context.Context, block time.Duration) (ConsumeResult, error) {
 	var res ConsumeResult
-	if len(c.pending) == 0 {
-		outs, err := c.cfg.Outcomes.Receive(ctx, c.cfg.BatchSize, block)
-		if err != nil {
+	if !c.failed && len(c.held) < c.cfg.BatchSize {
+		outs, err := c.cfg.Outcomes.Receive(ctx, c.cfg.BatchSize-len(c.held), block)
+		if err != nil && len(c.held) == 0 {
 			return res, fmt.Errorf("receive outcomes: %w", err)
 		}
+		if err != nil {
+			c.cfg.Logger.Error("receive outcomes", "err", err)
+		}
 		c.cfg.Metrics.Outcomes.Add(int64(len(outs)))
-		c.pending = outs
+		c.held = append(c.held, outs...)
 	}
-	if len(c.pending) == 0 {
+	if len(c.held) == 0 {
 		return res, nil
 	}
-	res.Received = len(c.pending)
-	now := c.cfg.Clock.Now()
-	ids := make([]string, 0, len(c.pending))
-	seen := map[string]bool{}
-	for _, o := range c.pending {
+	res.Received = len(c.held)
+	var events []Event
+	keep, err := c.apply(ctx, c.held, map[string]bool{}, &events, &res)
+	if err != nil {
+		c.failed = true
+		return res, fmt.Errorf("apply %d outcomes: %w", len(c.held), err)
+	}
+	c.failed = false
+	if err := c.cfg.Outcomes.Ack(ctx, keep); err != nil {
+		// The state is written; a redelivery is fenced off as stale.
+		c.cfg.Logger.Error("ack outcomes", "err", err)
+	}
+	c.held = keep
+	res.Deferred = len(keep)
+	c.cfg.Metrics.Deferred.Add(int64(len(keep)))
+	report(c.cfg.Metrics, c.cfg.Logger, events, c.cfg.EventsFunc)
+	return res, nil
+}
+
+// apply applies outs in one transaction and returns the outcomes of busy
+// models; blocked holds the models whose outcomes were kept so far, whose
+// later outcomes it keeps too, so that one model's outcomes apply in order.
+// When the store refuses the batch for its content (EINVALID), it applies
+// each half on its own, down to the single outcome at fault, which it sets
+// aside as a dead letter.
+func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string]bool, events *[]Event, res *ConsumeResult) ([]Outcome, error) {
+	batch, keep, err := c.write(ctx, outs, blocked)
+	if err == nil {
+		*events = append(*events, batch.Events...)
+		for _, e := range batch.Events {
+			if e.Type == EventStale {
+				res.Stale++
+			} else {
+				res.Applied++
+			}
+		}
+		return keep, nil
+	}
+	if ErrorCode(err) != EINVALID {
+		return nil, err
+	}
+	if len(outs) == 1 {
+		reason := "the store refused it: " + ErrorMessage(err)
+		if err := c.cfg.Outcomes.DeadLetter(ctx, outs[0], reason); err != nil {
+			return nil, fmt.Errorf("dead-letter outcome of model %q: %w", outs[0].ModelID, err)
+		}
+		c.cfg.Metrics.DeadLettered.Add(1)
+		res.DeadLettered++
+		c.cfg.Logger.Warn("dead-lettered outcome", "model", outs[0].ModelID, "uid", outs[0].AttemptUID, "reason", reason)
+		return nil, nil
+	}
+	half := len(outs) / 2
+	k1, err := c.apply(ctx, outs[:half], blocked, events, res)
+	if err != nil {
+		return nil, err
+	}
+	k2, err := c.apply(ctx, outs[half:], blocked, events, res)
+	if err != nil {
+		return nil, err
+	}
+	return append(k1, k2...), nil
+}
+
+// write applies outs in one store transaction and returns what it wrote and
+// the outcomes, in order, of the models another transaction holds or that
+// are blocked; it adds the models of the outcomes it keeps to blocked.
+func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (Batch, []Outcome, error) {
+	ids := make([]string, 0, len(outs))
+	seen := make(map[string]bool, len(outs))
+	for _, o := range outs {
 		if !seen[o.ModelID] {
 			seen[o.ModelID] = true
 			ids = append(ids, o.ModelID)
 		}
 	}
 	var ch changes
-	err := c.cfg.Store.Modify(ctx, ids, func(found []Model) ([]Change, error) {
-		ch = changes{}
+	var keep []Outcome
+	err := c.cfg.Store.TryModify(ctx, ids, func(found []Model, busy []string) (Batch, error) {
+		ch, keep = changes{}, nil
+		now := c.cfg.Clock.Now()
 		byID := make(map[string]Model, len(found))
 		for _, m := range found {
 			byID[m.ID] = m
 		}
-		for _, o := range c.pending {
+		isBusy := make(map[string]bool, len(busy))
+		for _, id := range busy {
+			isBusy[id] = true
+		}
+		for _, o := range outs {
+			if isBusy[o.ModelID] || blocked[o.ModelID] {
+				keep = append(keep, o)
+				continue
+			}
 			m, ok := byID[o.ModelID]
 			if !ok {
 				_, d := Stale(Model{ID: o.ModelID}, o, "unknown model")
@@ -139,23 +248,12 @@ func (c *Consumer) runOnce(ctx context.Context, block time.Duration) (ConsumeRes
 			byID[m.ID] = after
 			ch.add(m, after, d, now)
 		}
-		return ch.list, nil
+		return ch.Batch, nil
 	})
-	if err != nil {
-		return res, fmt.Errorf("apply %d outcomes: %w", len(c.pending), err)
-	}
-	if err := c.cfg.Outcomes.Ack(ctx); err != nil {
-		// The state is written; a redelivery is fenced off as stale.
-		c.cfg.Logger.Error("ack outcomes", "err", err)
-	}
-	c.pending = nil
-	for _, e := range ch.events {
-		if e.Type == EventStale {
-			res.Stale++
-		} else {
-			res.Applied++
+	if err == nil {
+		for _, o := range keep {
+			blocked[o.ModelID] = true
 		}
 	}
-	finish(ctx, c.cfg.Queue, c.cfg.Metrics, c.cfg.Logger, ch.events)
-	return res, nil
+	return ch.Batch, keep, err
 }

@@ -7,11 +7,18 @@ import (
 
 // Error codes, in the manner of WTF Dial: a transport maps them to its own
 // status codes in one place.
+//
+// EINVALID also marks an input that a store cannot take (bytes its database
+// refuses): a consumer sets such an outcome aside instead of retrying it.
+// EUNAVAILABLE is a passing condition (a model locked too long, a database
+// that does not answer): the same request may succeed later.
 const (
-	ECONFLICT = "conflict"
-	EINTERNAL = "internal"
-	EINVALID  = "invalid"
-	ENOTFOUND = "not_found"
+	ECONFLICT     = "conflict"
+	EINTERNAL     = "internal"
+	EINVALID      = "invalid"
+	ENOTFOUND     = "not_found"
+	EPRECONDITION = "precondition_failed"
+	EUNAVAILABLE  = "unavailable"
 )
 
 // Error is an error a caller can act on: a code and a human message.

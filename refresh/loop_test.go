@@ -30,8 +30,22 @@ func setup(t *testing.T) bundle {
 	t.Helper()
 	clock := refresh.NewVirtualClock(t0)
 	b := bundle{clock: clock, store: memory.NewStore(), queue: memory.NewQueue(clock), metrics: &refresh.Metrics{}}
-	b.svc = &refresh.Service{Store: b.store, Queue: b.queue, Clock: clock, Limits: refresh.DefaultLimits(), Metrics: b.metrics}
+	b.svc = &refresh.Service{Store: b.store, Clock: clock, Limits: refresh.DefaultLimits(), Metrics: b.metrics}
 	return b
+}
+
+// events publishes the events written so far and returns them.
+func (b bundle) events(t *testing.T) []refresh.Event {
+	t.Helper()
+	p, err := refresh.NewPublisher(refresh.PublisherConfig{Store: b.store, Queue: b.queue, Clock: b.clock})
+	require.NoError(t, err)
+	for {
+		res, err := p.RunOnce(context.Background())
+		require.NoError(t, err)
+		if res.Published == 0 {
+			return b.queue.Events()
+		}
+	}
 }
 
 func (b bundle) put(t *testing.T, id, policy string, trigger bool) refresh.Model {
@@ -51,7 +65,7 @@ func (b bundle) scheduler(t *testing.T, cfg refresh.SchedulerConfig) *refresh.Sc
 
 func (b bundle) consumer(t *testing.T, store refresh.Store) *refresh.Consumer {
 	t.Helper()
-	c, err := refresh.NewConsumer(refresh.ConsumerConfig{Store: store, Outcomes: b.queue, Queue: b.queue, Clock: b.clock, Metrics: b.metrics})
+	c, err := refresh.NewConsumer(refresh.ConsumerConfig{Store: store, Outcomes: b.queue, Clock: b.clock, Metrics: b.metrics})
 	require.NoError(t, err)
 	return c
 }
@@ -142,7 +156,7 @@ func TestSchedulerBatchesAndTimesOut(t *testing.T) {
 	require.Equal(t, refresh.TickResult{}, r, "deadline not reached")
 
 	b.clock.Advance(time.Nanosecond)
-	b.queue.Events()
+	b.events(t)
 	timedOut, started := 0, 0
 	for {
 		r, err := s.RunOnce(ctx)
@@ -193,7 +207,7 @@ func TestConsumerFencesAndApplies(t *testing.T) {
 	for _, j := range b.queue.Take("q", 10) {
 		jobs[j.ModelID] = j
 	}
-	b.queue.Events()
+	b.events(t)
 	b.clock.Advance(time.Minute)
 
 	success := refresh.Outcome{ModelID: "a", AttemptUID: jobs["a"].AttemptUID, Type: refresh.OutcomeSuccess}
@@ -208,7 +222,7 @@ func TestConsumerFencesAndApplies(t *testing.T) {
 	r, err := c.RunOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, refresh.ConsumeResult{Received: 6, Applied: 3, Stale: 3}, r)
-	require.Equal(t, []string{"status:a", "success:a", "stale:a", "stale:b", "failure:b", "stale:ghost"}, types(b.queue.Events()))
+	require.Equal(t, []string{"status:a", "success:a", "stale:a", "stale:b", "failure:b", "stale:ghost"}, types(b.events(t)))
 	require.EqualValues(t, 3, b.metrics.Stale.Load())
 
 	a, err := b.store.Get(ctx, "a")
@@ -225,18 +239,18 @@ func TestConsumerFencesAndApplies(t *testing.T) {
 	require.Equal(t, []string{"failure", "boom", "disable"}, []string{h[0].Outcome, h[0].ErrorKind, h[0].Decision})
 }
 
-// flakyStore fails Modify a given number of times.
+// flakyStore fails TryModify a given number of times.
 type flakyStore struct {
 	refresh.Store
 	failures int
 }
 
-func (s *flakyStore) Modify(ctx context.Context, ids []string, fn func([]refresh.Model) ([]refresh.Change, error)) error {
+func (s *flakyStore) TryModify(ctx context.Context, ids []string, fn func([]refresh.Model, []string) (refresh.Batch, error)) error {
 	if s.failures > 0 {
 		s.failures--
 		return errors.New("connection reset")
 	}
-	return s.Store.Modify(ctx, ids, fn)
+	return s.Store.TryModify(ctx, ids, fn)
 }
 
 func TestConsumerKeepsOutcomesWhenTheStoreFails(t *testing.T) {

@@ -15,6 +15,11 @@ type Metrics struct {
 	Stale     atomic.Int64 // outcomes fenced off (late, duplicated, superseded, unknown model)
 	Outcomes  atomic.Int64 // outcomes received
 	Errors    atomic.Int64 // loop passes that failed (and were retried)
+	// Deferred counts outcomes kept for a later pass because another
+	// transaction held their model (once per pass that kept them).
+	Deferred atomic.Int64
+	// DeadLettered counts outcomes the store refused, set aside.
+	DeadLettered atomic.Int64
 }
 
 // count adds one committed event to the counters.

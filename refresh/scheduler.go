@@ -23,8 +23,14 @@ type SchedulerConfig struct {
 	MaxSleep time.Duration
 	Logger   *slog.Logger
 	Metrics  *Metrics
+	// PushTimeout bounds the push of a pass's jobs, during which the pass
+	// holds its models locked (default 5s).
+	PushTimeout time.Duration
 	// NewUIDFunc makes attempt uids (default: xid).
 	NewUIDFunc func() string
+	// EventsFunc, if set, is called after a pass that wrote events commits
+	// (the Publisher's Wake).
+	EventsFunc func()
 	// TickedFunc, if set, is called after every pass; tests wait on it.
 	TickedFunc func(TickResult, error)
 }
@@ -44,6 +50,9 @@ func (c *SchedulerConfig) validate() error {
 	}
 	if c.Metrics == nil {
 		c.Metrics = &Metrics{}
+	}
+	if c.PushTimeout <= 0 {
+		c.PushTimeout = 5 * time.Second
 	}
 	if c.NewUIDFunc == nil {
 		c.NewUIDFunc = func() string { return xid.New().String() }
@@ -100,7 +109,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		case err != nil:
 			s.cfg.Metrics.Errors.Add(1)
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-			s.cfg.Logger.Error("scheduler pass failed", "err", err, "retry_in", backoff)
+			s.cfg.Logger.Error("scheduler pass failed", "err", err, "retry_in", backoff.String())
 			wait = backoff
 		case res.Claimed == s.cfg.BatchSize:
 			backoff = 0
@@ -127,14 +136,14 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 // RunOnce does one pass in one store transaction: it claims up to BatchSize
-// due models, times out those whose deadline has passed, starts the others,
-// pushes their jobs before the transaction commits, and publishes the
-// lifecycle events after it.
+// due models, times out those whose deadline has passed, starts the others
+// and pushes their jobs before the transaction commits. Its lifecycle
+// events commit with it.
 func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
 	var res TickResult
 	var c changes
 	now := s.cfg.Clock.Now()
-	claimed, err := s.cfg.Store.ClaimDue(ctx, now, s.cfg.BatchSize, func(due []Model) ([]Change, error) {
+	claimed, err := s.cfg.Store.ClaimDue(ctx, now, s.cfg.BatchSize, func(due []Model) (Batch, error) {
 		c = changes{}
 		res = TickResult{}
 		var jobs []Job
@@ -156,18 +165,21 @@ func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
 			c.add(m, after, d, now)
 		}
 		if len(jobs) > 0 {
-			if err := s.cfg.Queue.Push(ctx, jobs); err != nil {
-				return nil, fmt.Errorf("push %d jobs: %w", len(jobs), err)
+			pushCtx, cancel := context.WithTimeout(ctx, s.cfg.PushTimeout)
+			err := s.cfg.Queue.Push(pushCtx, jobs)
+			cancel()
+			if err != nil {
+				return Batch{}, fmt.Errorf("push %d jobs: %w", len(jobs), err)
 			}
 		}
-		return c.list, nil
+		return c.Batch, nil
 	})
 	res.Claimed = claimed
 	s.cfg.Metrics.Ticks.Add(1)
 	if err != nil {
 		return res, fmt.Errorf("claim due models: %w", err)
 	}
-	finish(ctx, s.cfg.Queue, s.cfg.Metrics, s.cfg.Logger, c.events)
+	report(s.cfg.Metrics, s.cfg.Logger, c.Events, s.cfg.EventsFunc)
 	return res, nil
 }
 
@@ -179,23 +191,26 @@ func JobFor(m Model) Job {
 	}
 }
 
-// finish counts, logs and publishes committed events. A failed publish is
-// logged, not returned: the state is already committed.
-func finish(ctx context.Context, q Queue, metrics *Metrics, log *slog.Logger, events []Event) {
+// report counts and logs the events of a committed batch, and calls
+// written, if set, when there are any (they wait in the store for the
+// Publisher).
+func report(metrics *Metrics, log *slog.Logger, events []Event, written func()) {
 	if len(events) == 0 {
 		return
 	}
 	for _, e := range events {
 		metrics.count(e)
-		if e.Type == EventStart || e.Type == EventStatus {
+		switch e.Type {
+		case EventStart, EventStatus:
 			log.Debug("model "+e.Type, "model", e.ModelID, "attempt_no", e.AttemptNo, "uid", e.AttemptUID)
-			continue
+		case EventStale:
+			log.Info("model "+e.Type, "model", e.ModelID, "uid", e.AttemptUID, "reason", e.Reason)
+		default:
+			log.Info("model "+e.Type, "model", e.ModelID, "decision", e.Decision, "kind", e.Kind,
+				"message", e.Message, "reason", e.Reason, "attempt_no", e.AttemptNo, "refresh_at", ts(e.RefreshAt))
 		}
-		log.Info("model "+e.Type, "model", e.ModelID, "decision", e.Decision, "kind", e.Kind,
-			"message", e.Message, "reason", e.Reason, "attempt_no", e.AttemptNo, "refresh_at", ts(e.RefreshAt))
 	}
-	if err := q.Publish(ctx, events); err != nil {
-		metrics.Errors.Add(1)
-		log.Error("publish lifecycle events", "count", len(events), "err", err)
+	if written != nil {
+		written()
 	}
 }

@@ -15,7 +15,6 @@ import (
 // published after it commits.
 type Service struct {
 	Store  Store
-	Queue  Queue
 	Clock  Clock
 	Limits Limits
 	Logger *slog.Logger
@@ -24,6 +23,9 @@ type Service struct {
 	// WakeFunc, if set, is called when a model may have become due earlier
 	// than planned (the scheduler's Wake).
 	WakeFunc func()
+	// EventsFunc, if set, is called after a call that wrote events commits
+	// (the Publisher's Wake).
+	EventsFunc func()
 }
 
 // Actions on a model.
@@ -90,7 +92,7 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) 
 	var out Model
 	var created bool
 	var ch changes
-	err = s.Store.Modify(ctx, []string{req.ID}, func(found []Model) ([]Change, error) {
+	err = s.Store.Modify(ctx, []string{req.ID}, func(found []Model) (Batch, error) {
 		ch = changes{}
 		var m Model
 		var d Decision
@@ -109,21 +111,22 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) 
 				if !m.Running() && !m.Disabled() && m.AttemptNo == 0 {
 					m.RefreshAt, _ = m.First(now)
 				}
-				ch.list = append(ch.list, Change{Model: m})
+				ch.put(Change{Model: m})
 			}
 		}
 		out = m
-		return ch.list, nil
+		return ch.Batch, nil
 	})
 	if err != nil {
 		return Model{}, false, fmt.Errorf("put model %s: %w", req.ID, err)
 	}
-	s.committed(ctx, ch.events, true)
+	s.committed(ch.Events, true)
 	return out, created, nil
 }
 
 // Act applies an action (trigger, enable, pause, resume, cancel) to model
-// id and returns the model after it with the decision.
+// id and returns the model after it with the decision. An action that
+// changes nothing (Decision.Unchanged) writes and publishes nothing.
 func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, error) {
 	now := s.Clock.Now()
 	var apply func(Model) (Model, Decision)
@@ -144,25 +147,47 @@ func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, 
 	var out Model
 	var dec Decision
 	var ch changes
-	err := s.Store.Modify(ctx, []string{id}, func(found []Model) ([]Change, error) {
+	err := s.Store.Modify(ctx, []string{id}, func(found []Model) (Batch, error) {
 		if len(found) == 0 {
-			return nil, Errorf(ENOTFOUND, "model %q not found", id)
+			return Batch{}, Errorf(ENOTFOUND, "model %q not found", id)
 		}
 		ch = changes{}
 		out, dec = apply(found[0])
 		ch.add(found[0], out, dec, now)
-		return ch.list, nil
+		return ch.Batch, nil
 	})
 	if err != nil {
 		return Model{}, Decision{}, fmt.Errorf("%s model %s: %w", action, id, err)
 	}
-	s.committed(ctx, ch.events, len(ch.events) > 0)
+	s.committed(ch.Events, len(ch.Events) > 0)
 	return out, dec, nil
 }
 
-// committed publishes the events of a committed call and, if wake, wakes
+// Delete removes model id and its history. A running attempt is over: its
+// outcome is stale and its worker is told.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	now := s.Clock.Now()
+	var ch changes
+	err := s.Store.Modify(ctx, []string{id}, func(found []Model) (Batch, error) {
+		if len(found) == 0 {
+			return Batch{}, Errorf(ENOTFOUND, "model %q not found", id)
+		}
+		ch = changes{}
+		m, d := Delete(found[0])
+		ch.add(found[0], m, d, now)
+		ch.Changes[len(ch.Changes)-1].Delete = true
+		return ch.Batch, nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete model %s: %w", id, err)
+	}
+	s.committed(ch.Events, false)
+	return nil
+}
+
+// committed reports the events of a committed call and, if wake, wakes
 // the scheduler.
-func (s *Service) committed(ctx context.Context, events []Event, wake bool) {
+func (s *Service) committed(events []Event, wake bool) {
 	metrics := s.Metrics
 	if metrics == nil {
 		metrics = &Metrics{}
@@ -171,7 +196,7 @@ func (s *Service) committed(ctx context.Context, events []Event, wake bool) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	finish(ctx, s.Queue, metrics, log, events)
+	report(metrics, log, events, s.EventsFunc)
 	if s.WakeFunc != nil && wake {
 		s.WakeFunc()
 	}

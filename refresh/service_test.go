@@ -43,7 +43,7 @@ func TestServicePutCreatesThenReplaces(t *testing.T) {
 	require.Equal(t, "q", m.Queue)
 	require.True(t, m.CreatedAt.Equal(t0))
 	require.True(t, m.RefreshAt.Equal(time.Date(2026, 3, 2, 5, 0, 0, 0, time.UTC)), "first(now) of the hourly rule")
-	require.Equal(t, []string{"create:r"}, types(b.queue.Events()))
+	require.Equal(t, []string{"create:r"}, types(b.events(t)))
 
 	// Replacing an idle model re-plans it under the new schedule and keeps its state.
 	b.clock.Advance(time.Minute)
@@ -52,12 +52,12 @@ func TestServicePutCreatesThenReplaces(t *testing.T) {
 	require.False(t, created)
 	require.True(t, m.RefreshAt.Equal(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)))
 	require.True(t, m.CreatedAt.Equal(t0))
-	require.Empty(t, b.queue.Events(), "a replace without trigger is not a lifecycle event")
+	require.Empty(t, b.events(t), "a replace without trigger is not a lifecycle event")
 
 	// Replacing with trigger refreshes at once.
 	m = b.put(t, "r", `{"timeout": "5m"}`, true)
 	require.True(t, m.RefreshAt.Equal(b.clock.Now()))
-	require.Equal(t, []string{"trigger:r"}, types(b.queue.Events()))
+	require.Equal(t, []string{"trigger:r"}, types(b.events(t)))
 	got, err := b.store.Get(ctx, "r")
 	require.NoError(t, err)
 	require.Equal(t, "", got.Policy.Schedule)
@@ -95,7 +95,7 @@ func TestServiceAct(t *testing.T) {
 
 	woken := 0
 	b.svc.WakeFunc = func() { woken++ }
-	for _, action := range []string{refresh.ActionPause, refresh.ActionTrigger, refresh.ActionResume, refresh.ActionCancel, refresh.ActionEnable} {
+	for _, action := range []string{refresh.ActionPause, refresh.ActionTrigger, refresh.ActionResume, refresh.ActionCancel, refresh.ActionEnable, refresh.ActionPause, refresh.ActionPause} {
 		m, d, err := b.svc.Act(ctx, "m", action)
 		require.NoError(t, err)
 		require.Equal(t, action, d.Event)
@@ -104,6 +104,7 @@ func TestServiceAct(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, m.State, got.State, "the returned model is the one written")
 	}
-	require.Equal(t, 5, woken)
-	require.Equal(t, []string{"create:m", "pause:m", "trigger:m", "resume:m", "cancel:m", "enable:m"}, types(b.queue.Events()))
+	require.Equal(t, 5, woken, "no-op actions wake nothing")
+	require.Equal(t, []string{"create:m", "pause:m", "trigger:m", "resume:m", "cancel:m", "pause:m"}, types(b.events(t)),
+		"enable on an enabled model and pause on a paused one publish nothing")
 }

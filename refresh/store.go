@@ -2,6 +2,7 @@ package refresh
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -18,27 +19,51 @@ type Store interface {
 	List(ctx context.Context, f Filter) ([]Model, error)
 	// History returns the attempts of model id, newest first, at most limit.
 	History(ctx context.Context, id string, limit int) ([]Attempt, error)
-	// Delete removes the model with id and its history, or returns an
-	// *Error with code ENOTFOUND.
-	Delete(ctx context.Context, id string) error
 
-	// Modify locks the models with the given ids that exist, passes them to
-	// fn (in no particular order, missing ids left out), and writes the
-	// changes fn returns. If fn returns an error nothing is written and
-	// Modify returns that error. A Change for an id that does not exist
-	// creates the model.
-	Modify(ctx context.Context, ids []string, fn func(found []Model) ([]Change, error)) error
+	// Modify locks the models with the given ids that exist, waiting for
+	// other callers that hold them, passes them to fn (in no particular
+	// order, missing ids left out), and writes the batch fn returns, all in
+	// one transaction. If fn returns an error nothing is written and Modify
+	// returns that error. A Change for an id that does not exist creates
+	// the model. A store that bounds the wait answers an *Error with code
+	// EUNAVAILABLE when a model stays locked too long.
+	Modify(ctx context.Context, ids []string, fn func(found []Model) (Batch, error)) error
+
+	// TryModify is Modify without waiting: models that another caller
+	// holds are not locked and are passed to fn as busy ids instead.
+	TryModify(ctx context.Context, ids []string, fn func(found []Model, busy []string) (Batch, error)) error
 
 	// ClaimDue locks up to limit due models and passes them to fn, then
-	// writes the changes fn returns, all in one transaction. A model is due
+	// writes the batch fn returns, all in one transaction. A model is due
 	// when its RefreshAt is set and <= now, unless it is paused and idle
 	// (paused models still time out). Concurrent callers never receive the
 	// same model. It returns how many models were claimed.
-	ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []Model) ([]Change, error)) (int, error)
+	ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []Model) (Batch, error)) (int, error)
 
 	// NextDue returns the earliest RefreshAt of a model that can become due
 	// (see ClaimDue), and false if there is none.
 	NextDue(ctx context.Context) (time.Time, bool, error)
+
+	// TakeEvents passes the oldest lifecycle events written with the
+	// batches (about limit of them, in the order their batches committed)
+	// to fn and, if fn returns nil, forgets them, in one transaction. It
+	// returns how many it passed. One caller at a time takes events, so
+	// the events of one model are published in order; the others get
+	// ErrBusy at once.
+	TakeEvents(ctx context.Context, limit int, fn func(events []Event) error) (int, error)
+}
+
+// ErrBusy is returned by Store.TakeEvents when another caller is taking
+// events.
+var ErrBusy = errors.New("another caller is taking events")
+
+// Batch is what one transaction writes: the changed models and the
+// lifecycle events they publish. The events are kept with the models (an
+// outbox), so an event is published once its change has committed, even if
+// the process stops or the queue is down meanwhile.
+type Batch struct {
+	Changes []Change
+	Events  []Event
 }
 
 // Change is one model written by a Store, with the history row it touches.
@@ -48,6 +73,8 @@ type Change struct {
 	// Attempt, if set, is upserted into the history by its UID: a start
 	// inserts the row, the end of the attempt completes it.
 	Attempt *Attempt
+	// Delete removes the model and its history instead of writing it.
+	Delete bool
 }
 
 // Attempt is one row of a model's attempt history.

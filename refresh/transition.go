@@ -21,6 +21,7 @@ const (
 	EventPause   = "pause"
 	EventResume  = "resume"
 	EventCancel  = "cancel"
+	EventDelete  = "delete"
 )
 
 // Plans a failure ends in (DESIGN.md section 3, Failure).
@@ -56,8 +57,19 @@ type Decision struct {
 	Delay   time.Duration
 	Kind    string
 	Message string
-	// Reason is the disabled reason when Plan is disable.
+	// Reason is the disabled reason when Plan is disable, and why an
+	// outcome was stale.
 	Reason string
+	// At is when the event happened, if not at the time of the write: the
+	// arrival of the outcome that ended an attempt.
+	At time.Time
+	// Deadline is the deadline of attempt UID when the event ends it
+	// without an outcome (trigger, cancel, delete).
+	Deadline time.Time
+	// Unchanged is set on an action that changed nothing (enable on a
+	// model that is not disabled, pause on a paused one, ...): no event is
+	// published and nothing is written.
+	Unchanged bool
 }
 
 // Failure is a failed attempt as reported by a worker, or a timeout.
@@ -191,7 +203,7 @@ func Timeout(m Model, now time.Time) (Model, Decision) {
 		Message:   fmt.Sprintf("attempt %d did not finish within %s", m.AttemptNo, m.Policy.Timeout),
 		Retryable: true,
 	}
-	m, d := fail(m, f, now)
+	m, d := fail(m, f, now, now)
 	d.Event = EventTimeout
 	return m, d
 }
@@ -199,41 +211,58 @@ func Timeout(m Model, now time.Time) (Model, Decision) {
 // ApplyOutcome applies a worker's outcome, fenced by the attempt uid: an
 // outcome for another attempt, for an idle model, or arriving at or after
 // the deadline is stale and changes nothing.
+//
+// The outcome counts at its arrival, o.ArrivedAt (now if zero): lateness is
+// judged then and the attempt ends then. Plans (the next run, a retry
+// delay) count from now, the time of the write.
 func ApplyOutcome(m Model, o Outcome, now time.Time) (Model, Decision) {
+	at := o.ArrivedAt
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
 	switch {
 	case !m.Running():
 		return Stale(m, o, "the model has no running attempt")
 	case o.AttemptUID != m.AttemptUID:
 		return Stale(m, o, "attempt "+o.AttemptUID+" is not the current attempt "+m.AttemptUID)
-	case !now.Before(m.DeadlineAt):
-		return Stale(m, o, "arrived at or after the deadline "+ts(m.DeadlineAt)+": the timeout wins")
+	case !at.Before(m.DeadlineAt):
+		return Stale(m, o, "arrived at "+ts(at)+", at or after the deadline "+ts(m.DeadlineAt)+": the timeout wins")
 	}
+	var d Decision
 	switch o.Type {
 	case OutcomeSuccess:
-		return Success(m, now)
+		m, d = success(m, at, now)
 	case OutcomeFailure:
 		retryable := o.Retryable == nil || *o.Retryable
-		return Failed(m, Failure{Kind: o.Kind, Message: o.Message, Retryable: retryable, UserMessage: o.UserMessage}, now)
+		m, d = fail(m, Failure{Kind: o.Kind, Message: o.Message, Retryable: retryable, UserMessage: o.UserMessage}, at, now)
 	case OutcomeStatus:
 		return Status(m, o.Message)
+	default:
+		return Stale(m, o, fmt.Sprintf("unknown outcome type %q", o.Type))
 	}
-	return Stale(m, o, fmt.Sprintf("unknown outcome type %q", o.Type))
+	if at.Before(now) {
+		d.At = at
+	}
+	return m, d
 }
 
 // Stale records an outcome that does not apply; the state is unchanged.
 func Stale(m Model, o Outcome, why string) (Model, Decision) {
-	return m, Decision{Event: EventStale, Rule: "stale", UID: o.AttemptUID, Kind: o.Kind, Message: o.Message, Why: why}
+	return m, Decision{Event: EventStale, Rule: "stale", UID: o.AttemptUID, Kind: o.Kind, Message: o.Message, Reason: why, Why: why}
 }
 
-// Success ends the running attempt successfully: the streak is cleared and
-// the next run is next(now), or nothing for an on-demand model.
-func Success(m Model, now time.Time) (Model, Decision) {
+// Success ends the running attempt successfully at now: the streak is
+// cleared and the next run is next(now), or nothing for an on-demand model.
+func Success(m Model, now time.Time) (Model, Decision) { return success(m, now, now) }
+
+// success ends the attempt at its arrival at and plans from now.
+func success(m Model, at, now time.Time) (Model, Decision) {
 	d := Decision{Event: EventSuccess, Rule: "success", UID: m.AttemptUID, AttemptNo: m.AttemptNo}
 	m.idle()
 	m.AttemptNo = 0
 	m.ConsecutiveFailures = 0
 	m.FailingSince = time.Time{}
-	m.LastSuccessAt = now
+	m.LastSuccessAt = at
 	m.RefreshAt = m.nextOrZero(now)
 	d.Why = "succeeded; next run " + ts(m.RefreshAt)
 	return m, d
@@ -245,28 +274,31 @@ func Status(m Model, message string) (Model, Decision) {
 	return m, Decision{Event: EventStatus, Rule: "status", UID: m.AttemptUID, AttemptNo: m.AttemptNo, Message: message, Why: "progress: " + message}
 }
 
-// Failed ends the running attempt with failure f and decides, by the first
-// rule of DESIGN.md section 3 that applies, whether to disable, wait for the
-// next round, or retry (aligned with the schedule or not).
+// Failed ends the running attempt with failure f at now and decides, by the
+// first rule of DESIGN.md section 3 that applies, whether to disable, wait
+// for the next round, or retry (aligned with the schedule or not).
 func Failed(m Model, f Failure, now time.Time) (Model, Decision) {
-	return fail(m, f, now)
+	return fail(m, f, now, now)
 }
 
-func fail(m Model, f Failure, now time.Time) (Model, Decision) {
+// fail ends the attempt with f at its arrival at: the streak, the last
+// error, give_up_after and the disable are judged at at; the plans (the
+// next occurrence, the retry time) count from now.
+func fail(m Model, f Failure, at, now time.Time) (Model, Decision) {
 	p := m.Policy
 	n := m.AttemptNo
 	d := Decision{Event: EventFailure, UID: m.AttemptUID, AttemptNo: n, Kind: f.Kind, Message: f.Message}
 	m.idle()
 	m.ConsecutiveFailures++
 	if m.FailingSince.IsZero() {
-		m.FailingSince = now
+		m.FailingSince = at
 	}
-	m.LastError = &LastError{Kind: f.Kind, Message: f.Message, At: now}
+	m.LastError = &LastError{Kind: f.Kind, Message: f.Message, At: at}
 	next, hasNext := m.Next(now)
 
 	disable := func(rule, why string) (Model, Decision) {
 		m.RefreshAt = time.Time{}
-		m.DisabledAt = now
+		m.DisabledAt = at
 		if f.UserMessage != "" {
 			m.DisabledReason = f.UserMessage
 		} else {
@@ -280,7 +312,7 @@ func fail(m Model, f Failure, now time.Time) (Model, Decision) {
 		return disable("failure.1 not retryable", why)
 	}
 	if giveUp := time.Duration(p.GiveUpAfter); giveUp > 0 {
-		if streak := now.Sub(m.FailingSince); streak >= giveUp {
+		if streak := at.Sub(m.FailingSince); streak >= giveUp {
 			return disable("failure.2 give_up_after", fmt.Sprintf("failing for %s since %s, give_up_after is %s", streak, ts(m.FailingSince), p.GiveUpAfter))
 		}
 	}
@@ -321,12 +353,15 @@ func fail(m Model, f Failure, now time.Time) (Model, Decision) {
 func Trigger(m Model, now time.Time) (Model, Decision) {
 	d := Decision{Event: EventTrigger, Rule: "trigger", Why: "refresh requested"}
 	if m.Running() {
-		d.UID, d.AttemptNo = m.AttemptUID, m.AttemptNo
+		d.UID, d.AttemptNo, d.Deadline = m.AttemptUID, m.AttemptNo, m.DeadlineAt
 		d.Why += "; running attempt " + m.AttemptUID + " superseded"
 	}
 	m.idle()
 	m.clearStreak()
 	m.RefreshAt = now
+	if m.Paused {
+		d.Why += "; the model stays paused and starts when resumed"
+	}
 	return m, d
 }
 
@@ -336,7 +371,7 @@ func Trigger(m Model, now time.Time) (Model, Decision) {
 func Enable(m Model, now time.Time) (Model, Decision) {
 	d := Decision{Event: EventEnable, Rule: "enable"}
 	if !m.Disabled() {
-		d.Why = "not disabled: nothing changes"
+		d.Why, d.Unchanged = "not disabled: nothing changes", true
 		return m, d
 	}
 	m.clearStreak()
@@ -346,15 +381,22 @@ func Enable(m Model, now time.Time) (Model, Decision) {
 }
 
 // Pause stops new starts; a running attempt still finishes and its outcome
-// still applies.
+// still applies. On a paused model it changes nothing.
 func Pause(m Model) (Model, Decision) {
+	if m.Paused {
+		return m, Decision{Event: EventPause, Rule: "pause", Why: "already paused: nothing changes", Unchanged: true}
+	}
 	m.Paused = true
 	return m, Decision{Event: EventPause, Rule: "pause", Why: "no new attempt starts until resumed"}
 }
 
 // Resume lifts a pause. An overdue refresh_at is due at once: missed
-// occurrences coalesce into one run.
+// occurrences coalesce into one run. On a model that is not paused it
+// changes nothing.
 func Resume(m Model, now time.Time) (Model, Decision) {
+	if !m.Paused {
+		return m, Decision{Event: EventResume, Rule: "resume", Why: "not paused: nothing changes", Unchanged: true}
+	}
 	m.Paused = false
 	d := Decision{Event: EventResume, Rule: "resume", Why: "resumed; next look at " + ts(m.RefreshAt)}
 	if !m.RefreshAt.IsZero() && !m.RefreshAt.After(now) && !m.Running() {
@@ -365,19 +407,36 @@ func Resume(m Model, now time.Time) (Model, Decision) {
 
 // Cancel drops the running attempt (its outcome becomes stale) and any
 // pending retry: attempt_no = 0, refresh_at = next(now). It is not a
-// failure. A disabled model has nothing to cancel and does not change.
+// failure. A disabled model has nothing to cancel and does not change, nor
+// does an idle model whose next run is already next(now).
 func Cancel(m Model, now time.Time) (Model, Decision) {
 	d := Decision{Event: EventCancel, Rule: "cancel"}
 	if m.Disabled() {
-		d.Why = "disabled: nothing to cancel"
+		d.Why, d.Unchanged = "disabled: nothing to cancel", true
+		return m, d
+	}
+	next := m.nextOrZero(now)
+	if !m.Running() && m.AttemptNo == 0 && m.RefreshAt.Equal(next) {
+		d.Why, d.Unchanged = "nothing running or pending: nothing changes", true
 		return m, d
 	}
 	if m.Running() {
-		d.UID, d.AttemptNo = m.AttemptUID, m.AttemptNo
+		d.UID, d.AttemptNo, d.Deadline = m.AttemptUID, m.AttemptNo, m.DeadlineAt
 	}
 	m.idle()
 	m.AttemptNo = 0
-	m.RefreshAt = m.nextOrZero(now)
+	m.RefreshAt = next
 	d.Why = "cancelled; next run " + ts(m.RefreshAt)
+	return m, d
+}
+
+// Delete removes the model; a running attempt is over (its outcome becomes
+// stale, and its worker is told).
+func Delete(m Model) (Model, Decision) {
+	d := Decision{Event: EventDelete, Rule: "delete", Why: "deleted"}
+	if m.Running() {
+		d.UID, d.AttemptNo, d.Deadline = m.AttemptUID, m.AttemptNo, m.DeadlineAt
+		d.Why += "; running attempt " + m.AttemptUID + " is over"
+	}
 	return m, d
 }

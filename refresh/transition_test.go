@@ -845,7 +845,7 @@ func TestTrigger(t *testing.T) {
 			want.RefreshAt = now
 			requireModel(t, want, got)
 			require.Equal(t, refresh.Decision{
-				Event: refresh.EventTrigger, Rule: "trigger", UID: tt.superseded, AttemptNo: tt.attemptNo, Why: d.Why,
+				Event: refresh.EventTrigger, Rule: "trigger", UID: tt.superseded, AttemptNo: tt.attemptNo, Deadline: before.DeadlineAt, Why: d.Why,
 			}, d)
 			require.NotEmpty(t, d.Why)
 
@@ -1324,3 +1324,55 @@ var (
 	benchModel    refresh.Model
 	benchDecision refresh.Decision
 )
+
+// TestApplyOutcomeArrival checks DESIGN.md section 3 (Timeout): an outcome
+// counts at its arrival, when a consumer took it off the list, even when it
+// is written after the deadline; the attempt ends at the arrival; plans
+// count from the time of the write.
+func TestApplyOutcomeArrival(t *testing.T) {
+	t.Parallel()
+	const policy = `{` + parisSchedule + `, "timeout": "1h", "retry": {"delays": ["10m"]}}`
+	started := morning.Add(-time.Hour)
+	deadline := morning
+	arrived := deadline.Add(-time.Second)
+	written := deadline.Add(75 * time.Second) // a consumer that waited 76 s on locks
+	at := func(o refresh.Outcome, t time.Time) refresh.Outcome { o.ArrivedAt = t; return o }
+	success := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
+	failure := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeFailure, Kind: "http_503", Message: "upstream 503"}
+
+	t.Run("success that arrived before the deadline counts", func(t *testing.T) {
+		before := runningAttempt(t, transitionModel(t, policy), "u1", 1, started)
+		got, d := refresh.ApplyOutcome(before, at(success, arrived), written)
+		require.Equal(t, refresh.EventSuccess, d.Event, d.Why)
+		requireTime(t, arrived, got.LastSuccessAt, "the attempt ended at its arrival")
+		requireTime(t, arrived, d.At, "the event is dated at the arrival")
+		requireTime(t, occAfternoon, got.RefreshAt, "next(now) from the write")
+	})
+	t.Run("failure plans its retry from the write", func(t *testing.T) {
+		before := runningAttempt(t, transitionModel(t, policy), "u1", 1, started)
+		got, d := refresh.ApplyOutcome(before, at(failure, arrived), written)
+		require.Equal(t, refresh.DecisionRetry, d.Plan, d.Why)
+		requireTime(t, written.Add(10*time.Minute), got.RefreshAt, "retry delay counts from the write")
+		requireTime(t, arrived, got.FailingSince)
+		requireTime(t, arrived, got.LastError.At)
+	})
+	t.Run("arrival at the deadline is late even if written before", func(t *testing.T) {
+		before := runningAttempt(t, transitionModel(t, policy), "u1", 1, started)
+		got, d := refresh.ApplyOutcome(before, at(success, deadline), deadline)
+		require.Equal(t, refresh.EventStale, d.Event)
+		require.Contains(t, d.Reason, "the timeout wins")
+		requireModel(t, before, got)
+	})
+	t.Run("a zero arrival counts as the write", func(t *testing.T) {
+		before := runningAttempt(t, transitionModel(t, policy), "u1", 1, started)
+		_, d := refresh.ApplyOutcome(before, success, written)
+		require.Equal(t, refresh.EventStale, d.Event, "written after the deadline with no arrival: late")
+	})
+	t.Run("an arrival after the write is taken as the write", func(t *testing.T) {
+		before := runningAttempt(t, transitionModel(t, policy), "u1", 1, started)
+		got, d := refresh.ApplyOutcome(before, at(success, morning.Add(time.Hour)), arrived)
+		require.Equal(t, refresh.EventSuccess, d.Event)
+		requireTime(t, arrived, got.LastSuccessAt)
+		require.True(t, d.At.IsZero())
+	})
+}

@@ -38,12 +38,16 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 	clock := refresh.NewVirtualClock(spec.Start)
 	store := memory.NewStore()
 	q := memory.NewQueue(clock)
-	svc := &refresh.Service{Store: store, Queue: q, Clock: clock, Limits: lim}
+	svc := &refresh.Service{Store: store, Clock: clock, Limits: lim}
 	sched, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: store, Queue: q, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
-	cons, err := refresh.NewConsumer(refresh.ConsumerConfig{Store: store, Outcomes: q, Queue: q, Clock: clock})
+	cons, err := refresh.NewConsumer(refresh.ConsumerConfig{Store: store, Outcomes: q, Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	pub, err := refresh.NewPublisher(refresh.PublisherConfig{Store: store, Queue: q, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
@@ -58,12 +62,24 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 	timeout := time.Duration(model.Policy.Timeout)
 
 	var timeline []Entry
-	record := func() {
+	record := func() error {
+		for {
+			res, err := pub.RunOnce(ctx)
+			if err != nil {
+				return err
+			}
+			if res.Published == 0 {
+				break
+			}
+		}
 		for _, e := range q.Events() {
 			timeline = append(timeline, entry(e))
 		}
+		return nil
 	}
-	record()
+	if err := record(); err != nil {
+		return nil, err
+	}
 
 	started := 0 // attempts started so far
 	var pending []arrival
@@ -73,12 +89,19 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 	work := func(now time.Time) (bool, error) {
 		did := false
 		for len(actions) > 0 && !actions[0].At.After(now) {
-			if _, _, err := svc.Act(ctx, spec.Model.ID, actions[0].Do); err != nil {
+			m, d, err := svc.Act(ctx, spec.Model.ID, actions[0].Do)
+			if err != nil {
 				return false, fmt.Errorf("action %s at %s: %w", actions[0].Do, actions[0].At.Format(time.RFC3339), err)
 			}
 			actions = actions[1:]
 			did = true
-			record()
+			if err := record(); err != nil {
+				return false, err
+			}
+			if d.Unchanged {
+				// Nothing is published, but the timeline still lists the action.
+				timeline = append(timeline, entry(refresh.NewEvent(m, d, now)))
+			}
 		}
 		sort.SliceStable(pending, func(i, j int) bool { return pending[i].at.Before(pending[j].at) })
 		n := 0
@@ -92,13 +115,17 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 			if _, err := cons.RunOnce(ctx); err != nil {
 				return false, err
 			}
-			record()
+			if err := record(); err != nil {
+				return false, err
+			}
 		}
 		res, err := sched.RunOnce(ctx)
 		if err != nil {
 			return false, err
 		}
-		record()
+		if err := record(); err != nil {
+			return false, err
+		}
 		if res.Started+res.TimedOut > 0 {
 			did = true
 		}

@@ -570,7 +570,7 @@ func (b *bencher) queueOutcomes(ctx context.Context, pool *pgxpool.Pool) error {
 func (b *bencher) runConsumers(ctx context.Context, cfg *pgxpool.Config, k int) (time.Duration, error) {
 	return b.runPasses(ctx, cfg, k, "applied outcomes of", b.cfg.Models, func(in benchInstance) (pass, error) {
 		c, err := refresh.NewConsumer(refresh.ConsumerConfig{
-			Store: in.store, Outcomes: in.queue, Queue: in.queue, Clock: refresh.SystemClock{},
+			Store: in.store, Outcomes: in.queue, Clock: refresh.SystemClock{},
 			BatchSize: b.cfg.BatchSize, Logger: b.quiet,
 		})
 		if err != nil {

@@ -150,12 +150,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	// The models are created at the start time, then the clock starts: at
 	// a high speed, setting up would take virtual minutes.
 	view.header(cfg, story)
-	setupQueue, err := queue.New(client, queue.Options{Consumer: "demo", Clock: refresh.NewVirtualClock(cfg.Start), Logger: quiet})
-	if err != nil {
-		return err
-	}
-	setup := &refresh.Service{Store: store, Queue: &teeQueue{Redis: setupQueue, sink: view.add},
-		Clock: refresh.NewVirtualClock(cfg.Start), Logger: quiet, Metrics: metrics}
+	setup := &refresh.Service{Store: store, Clock: refresh.NewVirtualClock(cfg.Start), Logger: quiet, Metrics: metrics}
 	for _, req := range demoModels {
 		if _, _, err := setup.Put(ctx, req); err != nil {
 			return fmt.Errorf("create %s: %w", req.ID, err)
@@ -168,12 +163,16 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		return err
 	}
 	q := &teeQueue{Redis: redisQueue, sink: view.add}
-	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: store, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics})
+	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{Store: store, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics})
+	if err != nil {
+		return err
+	}
+	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: store, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics, EventsFunc: publisher.Wake})
 	if err != nil {
 		return err
 	}
 	consumer, err := refresh.NewConsumer(refresh.ConsumerConfig{
-		Store: store, Outcomes: q, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics,
+		Store: store, Outcomes: q, Clock: clock, Logger: quiet, Metrics: metrics, EventsFunc: publisher.Wake,
 		Block: 50 * time.Millisecond, // a real wait in Redis: it bounds how long shutdown takes
 		AppliedFunc: func(res refresh.ConsumeResult, _ error) {
 			if res.Applied > 0 {
@@ -184,7 +183,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	svc := &refresh.Service{Store: store, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics, WakeFunc: scheduler.Wake}
+	svc := &refresh.Service{Store: store, Clock: clock, Logger: quiet, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -192,6 +191,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	goRun := func(f func()) { wg.Go(f) }
 	goRun(func() { _ = scheduler.Start(runCtx) })
 	goRun(func() { _ = consumer.Start(runCtx) })
+	goRun(func() { _ = publisher.Start(runCtx) })
 
 	handler := &demoWorker{clock: clock, seed: cfg.Seed, failRate: cfg.FailRate, story: story, done: runCtx.Done()}
 	for _, name := range []string{"tables", "thumbnails", "caches"} {

@@ -223,16 +223,22 @@ func (m *Main) Run(ctx context.Context) error {
 
 	metrics := &refresh.Metrics{}
 	clock := refresh.SystemClock{}
+	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{
+		Store: m.store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
 	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{
 		Store: m.store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, MaxSleep: c.MaxSleep,
-		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc,
+		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc, EventsFunc: publisher.Wake,
 	})
 	if err != nil {
 		return err
 	}
 	consumer, err := refresh.NewConsumer(refresh.ConsumerConfig{
-		Store: m.store, Outcomes: m.queue, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize,
-		Logger: log, Metrics: metrics,
+		Store: m.store, Outcomes: m.queue, Clock: clock, BatchSize: c.BatchSize,
+		Logger: log, Metrics: metrics, EventsFunc: publisher.Wake,
 		AppliedFunc: func(res refresh.ConsumeResult, err error) {
 			if res.Applied > 0 {
 				scheduler.Wake() // a retry may be due at once
@@ -245,7 +251,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svc := &refresh.Service{Store: m.store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics, WakeFunc: scheduler.Wake}
+	svc := &refresh.Service{Store: m.store, Clock: clock, Logger: log, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
 	handler := refreshhttp.NewServer(svc,
 		refreshhttp.WithLogger(log),
 		refreshhttp.WithMetrics(metrics),
@@ -271,6 +277,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.cancel = cancel
 	m.goLoop(func() { _ = scheduler.Start(loopCtx) })
 	m.goLoop(func() { _ = consumer.Start(loopCtx) })
+	m.goLoop(func() { _ = publisher.Start(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
 	m.goLoop(func() {
 		if err := m.server.Serve(m.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -250,7 +250,7 @@ func (s *Server) handleAct(w http.ResponseWriter, r *http.Request, action string
 
 // handleDelete removes a model and its history: 204.
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Store.Delete(r.Context(), r.PathValue("id")); err != nil {
+	if err := s.svc.Delete(r.Context(), r.PathValue("id")); err != nil {
 		s.Error(w, r, err)
 		return
 	}

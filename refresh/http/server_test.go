@@ -45,12 +45,12 @@ func setup(t *testing.T, opts ...refreshhttp.Option) *bundle {
 	b := &bundle{clock: refresh.NewVirtualClock(start), store: memory.NewStore(), metrics: &refresh.Metrics{}, logs: &bytes.Buffer{}}
 	b.queue = memory.NewQueue(b.clock)
 	log := slog.New(slog.NewTextHandler(b.logs, nil))
-	b.svc = &refresh.Service{Store: b.store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, Logger: log}
+	b.svc = &refresh.Service{Store: b.store, Clock: b.clock, Metrics: b.metrics, Logger: log}
 	var err error
 	b.scheduler, err = refresh.NewScheduler(refresh.SchedulerConfig{Store: b.store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics,
 		NewUIDFunc: sequence()})
 	require.NoError(t, err)
-	b.consumer, err = refresh.NewConsumer(refresh.ConsumerConfig{Store: b.store, Outcomes: b.queue, Queue: b.queue, Clock: b.clock, Metrics: b.metrics})
+	b.consumer, err = refresh.NewConsumer(refresh.ConsumerConfig{Store: b.store, Outcomes: b.queue, Clock: b.clock, Metrics: b.metrics})
 	require.NoError(t, err)
 	b.handler = refreshhttp.NewServer(b.svc, opts...)
 	return b

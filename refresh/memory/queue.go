@@ -21,12 +21,20 @@ type Queue struct {
 	outcomes []refresh.Outcome
 	pending  []refresh.Outcome
 	events   []refresh.Event
+	revoked  map[string]refresh.Revocation // by attempt uid
+	dead     []DeadLetter
 	arrived  chan struct{} // signalled when an outcome arrives
+}
+
+// DeadLetter is an outcome set aside, with the reason.
+type DeadLetter struct {
+	Outcome refresh.Outcome
+	Reason  string
 }
 
 // NewQueue returns an empty queue; clock bounds Receive's wait.
 func NewQueue(clock refresh.Clock) *Queue {
-	return &Queue{clock: clock, jobs: map[string][]refresh.Job{}, arrived: make(chan struct{}, 1)}
+	return &Queue{clock: clock, jobs: map[string][]refresh.Job{}, revoked: map[string]refresh.Revocation{}, arrived: make(chan struct{}, 1)}
 }
 
 // Push appends jobs to their queues.
@@ -39,14 +47,38 @@ func (q *Queue) Push(_ context.Context, jobs []refresh.Job) error {
 	return nil
 }
 
-// Take removes and returns up to max jobs of queue, oldest first.
+// Take removes and returns up to max jobs of queue, oldest first. Jobs of
+// revoked attempts are dropped, as a worker drops them.
 func (q *Queue) Take(queue string, max int) []refresh.Job {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := min(max, len(q.jobs[queue]))
-	out := append([]refresh.Job(nil), q.jobs[queue][:n]...)
-	q.jobs[queue] = q.jobs[queue][n:]
+	var out []refresh.Job
+	for len(out) < max && len(q.jobs[queue]) > 0 {
+		j := q.jobs[queue][0]
+		q.jobs[queue] = q.jobs[queue][1:]
+		if _, ok := q.revoked[j.AttemptUID]; !ok {
+			out = append(out, j)
+		}
+	}
 	return out
+}
+
+// Revoke records the revocations.
+func (q *Queue) Revoke(_ context.Context, revoked []refresh.Revocation) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, r := range revoked {
+		q.revoked[r.AttemptUID] = r
+	}
+	return nil
+}
+
+// Revoked returns the revocation of attempt uid, if any.
+func (q *Queue) Revoked(uid string) (refresh.Revocation, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r, ok := q.revoked[uid]
+	return r, ok
 }
 
 // Publish appends events to the event log.
@@ -64,6 +96,13 @@ func (q *Queue) Events() []refresh.Event {
 	out := q.events
 	q.events = nil
 	return out
+}
+
+// DeadLetters returns the outcomes set aside so far.
+func (q *Queue) DeadLetters() []DeadLetter {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]DeadLetter(nil), q.dead...)
 }
 
 // Deliver adds a worker's outcome to the inbox.
@@ -98,14 +137,26 @@ func (q *Queue) take(max int) []refresh.Outcome {
 	n := min(max, len(q.outcomes))
 	out := append([]refresh.Outcome(nil), q.outcomes[:n]...)
 	q.outcomes = q.outcomes[n:]
+	now := q.clock.Now()
+	for i := range out {
+		out[i].ArrivedAt = now
+	}
 	q.pending = append(q.pending, out...)
 	return out
 }
 
-// Ack drops the pending outcomes.
-func (q *Queue) Ack(context.Context) error {
+// Ack drops the pending outcomes but those in keep.
+func (q *Queue) Ack(_ context.Context, keep []refresh.Outcome) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.pending = nil
+	q.pending = append(q.pending[:0:0], keep...)
+	return nil
+}
+
+// DeadLetter sets o aside with reason.
+func (q *Queue) DeadLetter(_ context.Context, o refresh.Outcome, reason string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dead = append(q.dead, DeadLetter{Outcome: o, Reason: reason})
 	return nil
 }

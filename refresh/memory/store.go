@@ -22,6 +22,8 @@ type Store struct {
 	mu       sync.Mutex
 	models   map[string]refresh.Model
 	attempts map[string][]refresh.Attempt // by model id, oldest first
+	events   []refresh.Event              // written, not yet taken
+	taking   bool                         // a TakeEvents call is running
 }
 
 // NewStore returns an empty store.
@@ -94,34 +96,41 @@ func (s *Store) History(_ context.Context, id string, limit int) ([]refresh.Atte
 	return out, nil
 }
 
-// Delete removes model id and its history.
-func (s *Store) Delete(_ context.Context, id string) error {
+// Modify passes the existing models among ids to fn and writes its batch.
+func (s *Store) Modify(_ context.Context, ids []string, fn func([]refresh.Model) (refresh.Batch, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.models[id]; !ok {
-		return refresh.Errorf(refresh.ENOTFOUND, "model %q not found", id)
+	b, err := fn(s.find(ids))
+	if err != nil {
+		return err
 	}
-	delete(s.models, id)
-	delete(s.attempts, id)
+	s.write(b)
 	return nil
 }
 
-// Modify passes the existing models among ids to fn and writes its changes.
-func (s *Store) Modify(_ context.Context, ids []string, fn func([]refresh.Model) ([]refresh.Change, error)) error {
+// TryModify is Modify: no other caller can hold a model while it runs, so
+// no model is ever busy.
+func (s *Store) TryModify(_ context.Context, ids []string, fn func([]refresh.Model, []string) (refresh.Batch, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	b, err := fn(s.find(ids), nil)
+	if err != nil {
+		return err
+	}
+	s.write(b)
+	return nil
+}
+
+// find returns copies of the existing models among ids; the caller holds
+// s.mu.
+func (s *Store) find(ids []string) []refresh.Model {
 	var found []refresh.Model
 	for _, id := range ids {
 		if m, ok := s.models[id]; ok {
 			found = append(found, clone(m))
 		}
 	}
-	changes, err := fn(found)
-	if err != nil {
-		return err
-	}
-	s.write(changes)
-	return nil
+	return found
 }
 
 // due reports whether m can be claimed at now.
@@ -131,7 +140,7 @@ func due(m refresh.Model, now time.Time) bool {
 
 // ClaimDue passes up to limit due models, earliest refresh_at first, to fn
 // and writes its changes.
-func (s *Store) ClaimDue(_ context.Context, now time.Time, limit int, fn func([]refresh.Model) ([]refresh.Change, error)) (int, error) {
+func (s *Store) ClaimDue(_ context.Context, now time.Time, limit int, fn func([]refresh.Model) (refresh.Batch, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var batch []refresh.Model
@@ -152,11 +161,11 @@ func (s *Store) ClaimDue(_ context.Context, now time.Time, limit int, fn func([]
 	for i := range batch {
 		batch[i] = clone(batch[i])
 	}
-	changes, err := fn(batch)
+	b, err := fn(batch)
 	if err != nil {
 		return len(batch), err
 	}
-	s.write(changes)
+	s.write(b)
 	return len(batch), nil
 }
 
@@ -176,9 +185,46 @@ func (s *Store) NextDue(context.Context) (time.Time, bool, error) {
 	return next, !next.IsZero(), nil
 }
 
-// write stores changes; the caller holds s.mu.
-func (s *Store) write(changes []refresh.Change) {
-	for _, c := range changes {
+// TakeEvents passes up to about limit of the events written so far to fn
+// and forgets them if it returns nil. A concurrent call gets
+// refresh.ErrBusy.
+func (s *Store) TakeEvents(_ context.Context, limit int, fn func([]refresh.Event) error) (int, error) {
+	s.mu.Lock()
+	if s.taking {
+		s.mu.Unlock()
+		return 0, refresh.ErrBusy
+	}
+	n := min(max(limit, 1), len(s.events))
+	if n == 0 {
+		s.mu.Unlock()
+		return 0, nil
+	}
+	events := append([]refresh.Event(nil), s.events[:n]...)
+	s.taking = true
+	s.mu.Unlock()
+
+	// fn runs without the lock, as it would outside a database
+	// transaction: the loops may write meanwhile.
+	err := fn(events)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.taking = false
+	if err != nil {
+		return 0, err
+	}
+	s.events = s.events[n:]
+	return n, nil
+}
+
+// write stores a batch; the caller holds s.mu.
+func (s *Store) write(b refresh.Batch) {
+	s.events = append(s.events, b.Events...)
+	for _, c := range b.Changes {
+		if c.Delete {
+			delete(s.models, c.Model.ID)
+			delete(s.attempts, c.Model.ID)
+			continue
+		}
 		s.models[c.Model.ID] = clone(c.Model)
 		if c.Attempt == nil {
 			continue

@@ -271,19 +271,6 @@ func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.At
 	return out, nil
 }
 
-// Delete removes the model with id and its history, or returns an
-// *refresh.Error with code ENOTFOUND.
-func (s *Store) Delete(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM models WHERE id = $1`, id)
-	if err != nil {
-		return fmt.Errorf("delete model %q: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound(id)
-	}
-	return nil
-}
-
 // NextDue returns the earliest RefreshAt of a model that can become due,
 // and false if there is none.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
@@ -305,7 +292,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []refresh.Model) ([]refresh.Change, error)) (int, error) {
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []refresh.Model) (refresh.Batch, error)) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
@@ -330,11 +317,11 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if len(due) == 0 {
 		return 0, nil
 	}
-	changes, err := fn(due)
+	b, err := fn(due)
 	if err != nil {
 		return len(due), err
 	}
-	if err := write(ctx, tx, due, changes); err != nil {
+	if err := write(ctx, tx, due, b); err != nil {
 		return len(due), fmt.Errorf("claim due models: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -349,17 +336,27 @@ const modifyTries = 3
 
 // Modify locks the existing models among ids (in id order, waiting for
 // other transactions that hold them), passes them to fn and writes the
-// changes it returns, all in one transaction. A Change for a model that
-// was not found creates it.
+// batch it returns, all in one transaction. A Change for a model that was
+// not found creates it.
 //
 // If another caller creates such a model first, Modify rolls back and runs
 // fn again with that model found; fn must therefore compute its changes
 // from its arguments only. After three such collisions it returns an
 // *refresh.Error with code ECONFLICT. If fn returns an error nothing is
 // written and Modify returns that error.
-func (s *Store) Modify(ctx context.Context, ids []string, fn func(found []refresh.Model) ([]refresh.Change, error)) error {
+func (s *Store) Modify(ctx context.Context, ids []string, fn func(found []refresh.Model) (refresh.Batch, error)) error {
+	return s.modifyRetry(ctx, ids, false, func(found []refresh.Model, _ []string) (refresh.Batch, error) { return fn(found) })
+}
+
+// TryModify is Modify, except that it does not wait for models another
+// transaction holds: it passes their ids to fn as busy instead.
+func (s *Store) TryModify(ctx context.Context, ids []string, fn func(found []refresh.Model, busy []string) (refresh.Batch, error)) error {
+	return s.modifyRetry(ctx, ids, true, fn)
+}
+
+func (s *Store) modifyRetry(ctx context.Context, ids []string, skipLocked bool, fn func(found []refresh.Model, busy []string) (refresh.Batch, error)) error {
 	for try := 1; ; try++ {
-		err := s.modify(ctx, ids, fn)
+		err := s.modify(ctx, ids, skipLocked, fn)
 		if !errors.Is(err, errCreated) {
 			return err
 		}
@@ -369,7 +366,7 @@ func (s *Store) Modify(ctx context.Context, ids []string, fn func(found []refres
 	}
 }
 
-func (s *Store) modify(ctx context.Context, ids []string, fn func(found []refresh.Model) ([]refresh.Change, error)) error {
+func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn func(found []refresh.Model, busy []string) (refresh.Batch, error)) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("modify models: %w", err)
@@ -377,22 +374,32 @@ func (s *Store) modify(ctx context.Context, ids []string, fn func(found []refres
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
 	var found []refresh.Model
+	var busy []string
 	if len(ids) > 0 {
 		// Locking in id order keeps two Modify calls from deadlocking.
+		lock := `FOR UPDATE`
+		if skipLocked {
+			lock = `FOR UPDATE SKIP LOCKED`
+		}
 		rows, err := tx.Query(ctx, `SELECT `+modelColumns+` FROM models
-			WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+			WHERE id = ANY($1) ORDER BY id `+lock, ids)
 		if err != nil {
 			return fmt.Errorf("modify models: %w", err)
 		}
 		if found, err = collectModels(rows, len(ids), &s.policies); err != nil {
 			return fmt.Errorf("modify models: %w", err)
 		}
+		if skipLocked && len(found) < len(ids) {
+			if busy, err = s.existing(ctx, tx, ids, found); err != nil {
+				return fmt.Errorf("modify models: %w", err)
+			}
+		}
 	}
-	changes, err := fn(found)
+	b, err := fn(found, busy)
 	if err != nil {
 		return err
 	}
-	if err := write(ctx, tx, found, changes); err != nil {
+	if err := write(ctx, tx, found, b); err != nil {
 		if errors.Is(err, errCreated) {
 			return err
 		}
@@ -402,4 +409,83 @@ func (s *Store) modify(ctx context.Context, ids []string, fn func(found []refres
 		return fmt.Errorf("modify models: commit: %w", err)
 	}
 	return nil
+}
+
+// existing returns the ids among ids, other than those of found, that name
+// a model: read without locking, they are the ones another transaction
+// holds.
+func (s *Store) existing(ctx context.Context, tx pgx.Tx, ids []string, found []refresh.Model) ([]string, error) {
+	have := make(map[string]bool, len(found))
+	for _, m := range found {
+		have[m.ID] = true
+	}
+	missing := make([]string, 0, len(ids)-len(found))
+	for _, id := range ids {
+		if !have[id] {
+			missing = append(missing, id)
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM models WHERE id = ANY($1)`, missing)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// TakeEvents passes the events of the oldest outbox rows, about limit of
+// them (at least one row's), to fn and deletes those rows if fn returns
+// nil, in one transaction. A transaction-scoped advisory lock lets one
+// caller at a time take events; the others get refresh.ErrBusy.
+func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) error) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("take events: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	var mine bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.freshen_outbox'))`).Scan(&mine); err != nil {
+		return 0, fmt.Errorf("take events: %w", err)
+	}
+	if !mine {
+		return 0, refresh.ErrBusy
+	}
+	rows, err := tx.Query(ctx, `SELECT id, events FROM outbox ORDER BY id LIMIT 1000`)
+	if err != nil {
+		return 0, fmt.Errorf("take events: %w", err)
+	}
+	var ids []int64
+	var events []refresh.Event
+	for rows.Next() && len(events) < limit {
+		var id int64
+		var text []byte
+		if err := rows.Scan(&id, &text); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("take events: %w", err)
+		}
+		var es []refresh.Event
+		if err := json.Unmarshal(text, &es); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("take events: outbox row %d: %w", id, err)
+		}
+		ids = append(ids, id)
+		events = append(events, es...)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("take events: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if err := fn(events); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = ANY($1)`, ids); err != nil {
+		return 0, fmt.Errorf("take events: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("take events: commit: %w", err)
+	}
+	return len(events), nil
 }

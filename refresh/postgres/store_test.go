@@ -37,8 +37,8 @@ func put(t *testing.T, s *postgres.Store, ms ...refresh.Model) {
 	for i, m := range ms {
 		ids[i], changes[i] = m.ID, refresh.Change{Model: m}
 	}
-	require.NoError(t, s.Modify(context.Background(), ids, func([]refresh.Model) ([]refresh.Change, error) {
-		return changes, nil
+	require.NoError(t, s.Modify(context.Background(), ids, func([]refresh.Model) (refresh.Batch, error) {
+		return refresh.Batch{Changes: changes}, nil
 	}))
 }
 
@@ -65,19 +65,19 @@ func TestClaimDueSkipsLocked(t *testing.T) {
 	inside, release := make(chan []string), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.ClaimDue(ctx, t0, 4, func(due []refresh.Model) ([]refresh.Change, error) {
+		_, err := s.ClaimDue(ctx, t0, 4, func(due []refresh.Model) (refresh.Batch, error) {
 			inside <- ids(due)
 			<-release
-			return nil, nil
+			return refresh.Batch{}, nil
 		})
 		done <- err
 	}()
 	first := <-inside
 
 	var second []string
-	n, err := s.ClaimDue(ctx, t0, 100, func(due []refresh.Model) ([]refresh.Change, error) {
+	n, err := s.ClaimDue(ctx, t0, 100, func(due []refresh.Model) (refresh.Batch, error) {
 		second = ids(due)
-		return nil, nil
+		return refresh.Batch{}, nil
 	})
 	require.NoError(t, err)
 	close(release)
@@ -101,12 +101,12 @@ func TestModifySeesCommittedClaim(t *testing.T) {
 	inside, release := make(chan struct{}), make(chan struct{})
 	claimed := make(chan error, 1)
 	go func() {
-		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) ([]refresh.Change, error) {
+		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
 			close(inside)
 			<-release
 			m := due[0] // timed out, then started again
 			m.AttemptUID, m.AttemptNo, m.DeadlineAt, m.RefreshAt = "u2", 2, t0.Add(time.Hour), t0.Add(time.Hour)
-			return []refresh.Change{{Model: m}}, nil
+			return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
 		})
 		claimed <- err
 	}()
@@ -116,14 +116,14 @@ func TestModifySeesCommittedClaim(t *testing.T) {
 	modified := make(chan error, 1)
 	go func() {
 		// A late outcome of attempt u1.
-		modified <- s.Modify(ctx, []string{"m"}, func(found []refresh.Model) ([]refresh.Change, error) {
+		modified <- s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
 			seen = append(seen, found[0].AttemptUID)
 			if found[0].AttemptUID != "u1" {
-				return nil, nil // stale
+				return refresh.Batch{}, nil // stale
 			}
 			m := found[0]
 			m.AttemptUID, m.RefreshAt = "", time.Time{}
-			return []refresh.Change{{Model: m}}, nil
+			return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
 		})
 	}()
 	close(release)
@@ -147,16 +147,16 @@ func TestModifyConcurrentCreate(t *testing.T) {
 	var calls [][]string
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Modify(ctx, []string{"new"}, func(found []refresh.Model) ([]refresh.Change, error) {
+		done <- s.Modify(ctx, []string{"new"}, func(found []refresh.Model) (refresh.Batch, error) {
 			calls = append(calls, ids(found))
 			if len(found) == 0 {
 				inside <- struct{}{}
 				<-release
-				return []refresh.Change{{Model: model("new", t0)}}, nil
+				return refresh.Batch{Changes: []refresh.Change{{Model: model("new", t0)}}}, nil
 			}
 			m := found[0]
 			m.AttemptNo++
-			return []refresh.Change{{Model: m}}, nil
+			return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
 		})
 	}()
 	<-inside
@@ -184,10 +184,10 @@ func TestWriteLastChangeWins(t *testing.T) {
 	start := refresh.Attempt{ModelID: "m", UID: "u1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}
 	end := start
 	end.FinishedAt, end.Outcome = t0.Add(time.Minute), refresh.OutcomeSuccess
-	require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) ([]refresh.Change, error) {
+	require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
 		a, b := found[0], found[0]
 		a.AttemptNo, b.AttemptNo = 1, 2
-		return []refresh.Change{{Model: a, Attempt: &start}, {Model: b, Attempt: &end}}, nil
+		return refresh.Batch{Changes: []refresh.Change{{Model: a, Attempt: &start}, {Model: b, Attempt: &end}}}, nil
 	}))
 	got, err := s.Get(ctx, "m")
 	require.NoError(t, err)
@@ -234,7 +234,7 @@ func TestClaimDueBatches(t *testing.T) {
 
 // startAll starts an attempt of every due model: refresh_at moves to the
 // deadline, an hour on, and a history row is inserted.
-func startAll(due []refresh.Model) ([]refresh.Change, error) {
+func startAll(due []refresh.Model) (refresh.Batch, error) {
 	changes := make([]refresh.Change, len(due))
 	for i, m := range due {
 		m.AttemptNo++
@@ -244,7 +244,7 @@ func startAll(due []refresh.Model) ([]refresh.Change, error) {
 			ModelID: m.ID, UID: m.AttemptUID, AttemptNo: m.AttemptNo, StartedAt: m.StartedAt, DeadlineAt: m.DeadlineAt,
 		}}
 	}
-	return changes, nil
+	return refresh.Batch{Changes: changes}, nil
 }
 
 func TestListen(t *testing.T) {
@@ -299,10 +299,10 @@ func TestNotify(t *testing.T) {
 	s := b.store
 	set := func(id string, change func(*refresh.Model)) func() {
 		return func() {
-			require.NoError(t, s.Modify(ctx, []string{id}, func(found []refresh.Model) ([]refresh.Change, error) {
+			require.NoError(t, s.Modify(ctx, []string{id}, func(found []refresh.Model) (refresh.Batch, error) {
 				m := found[0]
 				change(&m)
-				return []refresh.Change{{Model: m}}, nil
+				return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
 			}))
 		}
 	}
@@ -325,10 +325,10 @@ func TestModifyPolicyAndPayload(t *testing.T) {
 	put(t, s, model("m", t0))
 	update := func(change func(*refresh.Model)) refresh.Model {
 		t.Helper()
-		require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) ([]refresh.Change, error) {
+		require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
 			m := found[0]
 			change(&m)
-			return []refresh.Change{{Model: m}}, nil
+			return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
 		}))
 		got, err := s.Get(ctx, "m")
 		require.NoError(t, err)
@@ -363,14 +363,14 @@ func TestWriteAttemptStartsAndEnds(t *testing.T) {
 	put(t, s, model("a", t0), model("b", t0), model("c", t0))
 	modify := func(as map[string]refresh.Attempt) {
 		t.Helper()
-		require.NoError(t, s.Modify(ctx, []string{"a", "b", "c"}, func(found []refresh.Model) ([]refresh.Change, error) {
+		require.NoError(t, s.Modify(ctx, []string{"a", "b", "c"}, func(found []refresh.Model) (refresh.Batch, error) {
 			var cs []refresh.Change
 			for _, m := range found {
 				if a, ok := as[m.ID]; ok {
 					cs = append(cs, refresh.Change{Model: m, Attempt: &a})
 				}
 			}
-			return cs, nil
+			return refresh.Batch{Changes: cs}, nil
 		}))
 	}
 	startA := refresh.Attempt{ModelID: "a", UID: "a1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}
@@ -402,4 +402,34 @@ func TestWriteAttemptStartsAndEnds(t *testing.T) {
 	require.Equal(t, "c1", c.UID)
 	require.True(t, c.FinishedAt.IsZero())
 	require.Equal(t, "", c.Outcome)
+}
+
+// TryModify does not wait for a model another transaction holds (a stalled
+// instance in the middle of a pass): it passes it as busy and writes the
+// others at once.
+func TestTryModifyPassesLockedModelsAsBusy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	put(t, b.store, model("held", t0), model("free", t0))
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck
+	_, err = tx.Exec(ctx, `SELECT 1 FROM models WHERE id = 'held' FOR UPDATE`)
+	require.NoError(t, err)
+
+	var found, busy []string
+	require.NoError(t, b.store.TryModify(ctx, []string{"held", "free", "missing"}, func(ms []refresh.Model, bs []string) (refresh.Batch, error) {
+		found, busy = ids(ms), bs
+		m := ms[0]
+		m.AttemptNo = 7
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
+	}))
+	require.Equal(t, []string{"free"}, found)
+	require.Equal(t, []string{"held"}, busy, "held exists but is locked; missing does not exist")
+	m, err := b.store.Get(ctx, "free")
+	require.NoError(t, err)
+	require.Equal(t, 7, m.AttemptNo)
+	require.NoError(t, tx.Rollback(ctx))
 }

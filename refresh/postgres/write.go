@@ -197,16 +197,19 @@ func dueAt(m refresh.Model) time.Time {
 	return m.RefreshAt
 }
 
-// write stores changes in tx with at most five statements sent in one
-// round trip, and a sixth after it only when the end of an attempt finds no
-// history row to complete (its start is in the same changes, or was never
-// written). A start adds its row, an end completes it. locked are the models the transaction holds: a change to one
-// of them updates it, any other change creates its model (errCreated if it
-// exists by then). When several changes name the same model, or several
-// attempts the same uid, the last one wins. If a written model can become
-// due earlier than before, write notifies NotifyChannel.
-func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []refresh.Change) error {
-	if len(changes) == 0 {
+// write stores batch b in tx with at most seven statements sent in one
+// round trip, and one more after it only when the end of an attempt finds
+// no history row to complete (its start is in the same batch, or was never
+// written). A start adds its row, an end completes it. locked are the models
+// the transaction holds: a change to one of them updates it (or deletes it),
+// any other change creates its model (errCreated if it exists by then).
+// When several changes name the same model, or several attempts the same
+// uid, the last one wins. The batch's events go to the outbox as one row. If
+// a written model can become due earlier than before, write notifies
+// NotifyChannel.
+func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh.Batch) error {
+	changes := batch.Changes
+	if len(changes) == 0 && len(batch.Events) == 0 {
 		return nil
 	}
 	before := make(map[string]refresh.Model, len(locked))
@@ -224,8 +227,16 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 
 	var updates, inserts modelArrays
 	var starts, ends attemptArrays
+	var deletes []string
 	notify := false
 	for i, c := range changes {
+		last := lastModel[c.Model.ID] == i
+		if last && c.Delete {
+			if _, exists := before[c.Model.ID]; exists {
+				deletes = append(deletes, c.Model.ID)
+			}
+			continue
+		}
 		if c.Attempt != nil && lastAttempt[c.Attempt.UID] == i {
 			a := *c.Attempt
 			if a.ModelID == "" {
@@ -237,7 +248,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 				ends.add(a)
 			}
 		}
-		if lastModel[c.Model.ID] != i {
+		if !last {
 			continue
 		}
 		old, exists := before[c.Model.ID]
@@ -254,8 +265,18 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 			notify = true
 		}
 	}
+	var outbox []byte
+	if len(batch.Events) > 0 {
+		var err error
+		if outbox, err = json.Marshal(batch.Events); err != nil {
+			return fmt.Errorf("encode %d events: %w", len(batch.Events), err)
+		}
+	}
 
 	b := &pgx.Batch{}
+	if len(deletes) > 0 {
+		b.Queue(`DELETE FROM models WHERE id = ANY($1)`, deletes)
+	}
 	if len(inserts.id) > 0 {
 		b.Queue(insertModels, inserts.args()...)
 	}
@@ -268,12 +289,20 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 	if len(ends.uid) > 0 {
 		b.Queue(endAttempts, ends.args()...)
 	}
+	if outbox != nil {
+		b.Queue(`INSERT INTO outbox (events) VALUES ($1)`, string(outbox))
+	}
 	if notify {
 		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
 	}
 	res := tx.SendBatch(ctx, b)
 	endedAll := true
 	err := func() error {
+		if len(deletes) > 0 {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("delete %d models: %w", len(deletes), err)
+			}
+		}
 		if len(inserts.id) > 0 {
 			tag, err := res.Exec()
 			if err != nil {
@@ -299,6 +328,11 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, changes []ref
 				return fmt.Errorf("end %d attempts: %w", len(ends.uid), err)
 			}
 			endedAll = tag.RowsAffected() == int64(len(ends.uid))
+		}
+		if outbox != nil {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("write %d events: %w", len(batch.Events), err)
+			}
 		}
 		if notify {
 			if _, err := res.Exec(); err != nil {

@@ -32,6 +32,8 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"History":               testHistory,
 		"List":                  testList,
 		"Delete":                testDelete,
+		"TryModify":             testTryModify,
+		"Events":                testEvents,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -69,7 +71,7 @@ func put(t *testing.T, s refresh.Store, ms ...refresh.Model) {
 		ids[i] = m.ID
 		changes[i] = refresh.Change{Model: m}
 	}
-	require.NoError(t, s.Modify(context.Background(), ids, func([]refresh.Model) ([]refresh.Change, error) { return changes, nil }))
+	require.NoError(t, s.Modify(context.Background(), ids, func([]refresh.Model) (refresh.Batch, error) { return refresh.Batch{Changes: changes}, nil }))
 }
 
 // normal makes a model comparable: times in UTC, JSON fields compacted.
@@ -132,10 +134,10 @@ func testModifyErrorWritesNone(t *testing.T, s refresh.Store) {
 	ctx := context.Background()
 	put(t, s, model("a", t0))
 	boom := errors.New("boom")
-	err := s.Modify(ctx, []string{"a", "b"}, func(found []refresh.Model) ([]refresh.Change, error) {
+	err := s.Modify(ctx, []string{"a", "b"}, func(found []refresh.Model) (refresh.Batch, error) {
 		m := found[0]
 		m.AttemptNo = 9
-		return []refresh.Change{{Model: m}, {Model: model("b", t0)}}, boom
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}, {Model: model("b", t0)}}, Events: []refresh.Event{{ModelID: "a", Type: "x"}}}, boom
 	})
 	require.ErrorIs(t, err, boom)
 	got, err := s.Get(ctx, "a")
@@ -143,17 +145,18 @@ func testModifyErrorWritesNone(t *testing.T, s refresh.Store) {
 	require.Equal(t, 0, got.AttemptNo)
 	_, err = s.Get(ctx, "b")
 	requireCode(t, refresh.ENOTFOUND, err)
+	require.Empty(t, takeAll(t, s), "a failed Modify writes no event")
 }
 
 func testModifyPassesFound(t *testing.T, s refresh.Store) {
 	ctx := context.Background()
 	put(t, s, model("a", t0), model("c", t0))
 	var seen []string
-	require.NoError(t, s.Modify(ctx, []string{"a", "b", "c"}, func(found []refresh.Model) ([]refresh.Change, error) {
+	require.NoError(t, s.Modify(ctx, []string{"a", "b", "c"}, func(found []refresh.Model) (refresh.Batch, error) {
 		for _, m := range found {
 			seen = append(seen, m.ID)
 		}
-		return nil, nil
+		return refresh.Batch{}, nil
 	}))
 	require.ElementsMatch(t, []string{"a", "c"}, seen)
 }
@@ -169,25 +172,25 @@ func testClaimDue(t *testing.T, s refresh.Store) {
 		model("never", time.Time{}), pausedIdle, pausedRunning, model("later", t0.Add(-30*time.Minute)),
 	)
 	var got []string
-	n, err := s.ClaimDue(ctx, t0, 3, func(due []refresh.Model) ([]refresh.Change, error) {
+	n, err := s.ClaimDue(ctx, t0, 3, func(due []refresh.Model) (refresh.Batch, error) {
 		var ch []refresh.Change
 		for _, m := range due {
 			got = append(got, m.ID)
 			m.RefreshAt = t0.Add(24 * time.Hour)
 			ch = append(ch, refresh.Change{Model: m})
 		}
-		return ch, nil
+		return refresh.Batch{Changes: ch}, nil
 	})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.Equal(t, []string{"late", "later", "paused-running"}, got, "earliest refresh_at first")
 
 	got = nil
-	n, err = s.ClaimDue(ctx, t0, 3, func(due []refresh.Model) ([]refresh.Change, error) {
+	n, err = s.ClaimDue(ctx, t0, 3, func(due []refresh.Model) (refresh.Batch, error) {
 		for _, m := range due {
 			got = append(got, m.ID)
 		}
-		return nil, nil
+		return refresh.Batch{}, nil
 	})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -198,10 +201,10 @@ func testClaimDue(t *testing.T, s refresh.Store) {
 	require.True(t, m.RefreshAt.Equal(t0.Add(24*time.Hour)))
 
 	boom := errors.New("boom")
-	_, err = s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) ([]refresh.Change, error) {
+	_, err = s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
 		m := due[0]
 		m.RefreshAt = time.Time{}
-		return []refresh.Change{{Model: m}}, boom
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, boom
 	})
 	require.ErrorIs(t, err, boom)
 	m, err = s.Get(ctx, "now")
@@ -223,7 +226,7 @@ func testClaimDueConcurrent(t *testing.T, s refresh.Store) {
 	for range workers {
 		wg.Go(func() {
 			for {
-				n, err := s.ClaimDue(ctx, t0, 7, func(due []refresh.Model) ([]refresh.Change, error) {
+				n, err := s.ClaimDue(ctx, t0, 7, func(due []refresh.Model) (refresh.Batch, error) {
 					var ch []refresh.Change
 					for _, m := range due {
 						mu.Lock()
@@ -232,7 +235,7 @@ func testClaimDueConcurrent(t *testing.T, s refresh.Store) {
 						m.RefreshAt = time.Time{}
 						ch = append(ch, refresh.Change{Model: m})
 					}
-					return ch, nil
+					return refresh.Batch{Changes: ch}, nil
 				})
 				if err != nil {
 					t.Error(err)
@@ -270,8 +273,8 @@ func testHistory(t *testing.T, s refresh.Store) {
 	m := model("h", t0)
 	put(t, s, m)
 	write := func(a refresh.Attempt) {
-		require.NoError(t, s.Modify(ctx, []string{"h"}, func(found []refresh.Model) ([]refresh.Change, error) {
-			return []refresh.Change{{Model: found[0], Attempt: &a}}, nil
+		require.NoError(t, s.Modify(ctx, []string{"h"}, func(found []refresh.Model) (refresh.Batch, error) {
+			return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Attempt: &a}}}, nil
 		}))
 	}
 	first := refresh.Attempt{ModelID: "h", UID: "u1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}
@@ -340,19 +343,115 @@ func testList(t *testing.T, s refresh.Store) {
 
 func testDelete(t *testing.T, s refresh.Store) {
 	ctx := context.Background()
-	put(t, s, model("d", t0))
-	require.NoError(t, s.Modify(ctx, []string{"d"}, func(found []refresh.Model) ([]refresh.Change, error) {
-		return []refresh.Change{{Model: found[0], Attempt: &refresh.Attempt{ModelID: "d", UID: "u", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0}}}, nil
+	put(t, s, model("d", t0), model("keep", t0))
+	require.NoError(t, s.Modify(ctx, []string{"d"}, func(found []refresh.Model) (refresh.Batch, error) {
+		return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Attempt: &refresh.Attempt{ModelID: "d", UID: "u", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0}}}}, nil
 	}))
-	require.NoError(t, s.Delete(ctx, "d"))
+	del := func(id string) {
+		require.NoError(t, s.Modify(ctx, []string{id}, func(found []refresh.Model) (refresh.Batch, error) {
+			require.Len(t, found, 1)
+			return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Delete: true}}}, nil
+		}))
+	}
+	del("d")
 	_, err := s.Get(ctx, "d")
 	requireCode(t, refresh.ENOTFOUND, err)
-	requireCode(t, refresh.ENOTFOUND, s.Delete(ctx, "d"))
 	_, err = s.History(ctx, "d", 10)
 	requireCode(t, refresh.ENOTFOUND, err)
+	_, err = s.Get(ctx, "keep")
+	require.NoError(t, err, "only the named model goes")
 	// The id can be used again, with an empty history.
 	put(t, s, model("d", t0))
 	h, err := s.History(ctx, "d", 10)
 	require.NoError(t, err)
 	require.Empty(t, h)
+}
+
+func testTryModify(t *testing.T, s refresh.Store) {
+	ctx := context.Background()
+	put(t, s, model("a", t0), model("c", t0))
+	var seen []string
+	require.NoError(t, s.TryModify(ctx, []string{"a", "b", "c"}, func(found []refresh.Model, busy []string) (refresh.Batch, error) {
+		require.Empty(t, busy, "no other caller holds a model")
+		for _, m := range found {
+			seen = append(seen, m.ID)
+		}
+		m := found[0]
+		m.AttemptNo = 4
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
+	}))
+	require.ElementsMatch(t, []string{"a", "c"}, seen)
+	got, err := s.Get(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, 4, got.AttemptNo, "TryModify writes its batch")
+}
+
+// takeAll takes every event written so far.
+func takeAll(t *testing.T, s refresh.Store) []refresh.Event {
+	t.Helper()
+	var all []refresh.Event
+	for {
+		n, err := s.TakeEvents(context.Background(), 1000, func(events []refresh.Event) error {
+			all = append(all, events...)
+			return nil
+		})
+		require.NoError(t, err)
+		if n == 0 {
+			return all
+		}
+	}
+}
+
+func testEvents(t *testing.T, s refresh.Store) {
+	ctx := context.Background()
+	write := func(id string, types ...string) {
+		var events []refresh.Event
+		for _, typ := range types {
+			events = append(events, refresh.Event{At: t0, ModelID: id, Type: typ, AttemptNo: 1, Delay: time.Minute})
+		}
+		m := model(id, t0)
+		require.NoError(t, s.Modify(ctx, []string{id}, func([]refresh.Model) (refresh.Batch, error) {
+			return refresh.Batch{Changes: []refresh.Change{{Model: m}}, Events: events}, nil
+		}))
+	}
+	write("a", "create", "trigger")
+	write("b", "create")
+	write("a", "start")
+
+	// A failing fn keeps the events.
+	boom := errors.New("boom")
+	_, err := s.TakeEvents(ctx, 1000, func([]refresh.Event) error { return boom })
+	require.ErrorIs(t, err, boom)
+
+	// One caller at a time: a second one is told the first is busy.
+	inside, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	var first []refresh.Event
+	go func() {
+		_, err := s.TakeEvents(ctx, 1, func(events []refresh.Event) error {
+			first = events
+			close(inside)
+			<-release
+			return nil
+		})
+		done <- err
+	}()
+	<-inside
+	_, err = s.TakeEvents(ctx, 1000, func([]refresh.Event) error {
+		t.Error("a second caller took events while the first held them")
+		return nil
+	})
+	require.ErrorIs(t, err, refresh.ErrBusy)
+	close(release)
+	require.NoError(t, <-done)
+
+	rest := takeAll(t, s)
+	var got []string
+	for _, e := range append(first, rest...) {
+		got = append(got, e.ModelID+":"+e.Type)
+		require.True(t, e.At.Equal(t0))
+		require.Equal(t, time.Minute, e.Delay)
+	}
+	require.Equal(t, []string{"a:create", "a:trigger", "b:create", "a:start"}, got, "in commit order, each once")
+	require.Empty(t, takeAll(t, s))
 }

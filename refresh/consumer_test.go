@@ -1,0 +1,154 @@
+package refresh_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// lockingStore reports the models in held as locked by another transaction
+// (TryModify passes them as busy), and refuses, as a database would, any
+// batch that writes a NUL byte.
+type lockingStore struct {
+	refresh.Store
+	mu     sync.Mutex
+	held   map[string]bool
+	writes int // TryModify calls that reached the store
+}
+
+func (s *lockingStore) hold(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = map[string]bool{}
+	for _, id := range ids {
+		s.held[id] = true
+	}
+}
+
+func (s *lockingStore) TryModify(ctx context.Context, ids []string, fn func([]refresh.Model, []string) (refresh.Batch, error)) error {
+	s.mu.Lock()
+	held := s.held
+	s.writes++
+	s.mu.Unlock()
+	var free []string
+	for _, id := range ids {
+		if !held[id] {
+			free = append(free, id)
+		}
+	}
+	var refused error
+	err := s.Store.TryModify(ctx, free, func(found []refresh.Model, _ []string) (refresh.Batch, error) {
+		var busy []string
+		for _, id := range ids {
+			if held[id] {
+				busy = append(busy, id)
+			}
+		}
+		b, err := fn(found, busy)
+		if err != nil {
+			return b, err
+		}
+		for _, c := range b.Changes {
+			if strings.ContainsRune(c.Model.StatusMessage, 0) {
+				refused = refresh.Errorf(refresh.EINVALID, "invalid byte sequence for encoding \"UTF8\": 0x00")
+				return refresh.Batch{}, refused
+			}
+		}
+		return b, nil
+	})
+	return err
+}
+
+// started puts models ids through one scheduler pass and returns their jobs.
+func (b bundle) started(t *testing.T, ids ...string) map[string]refresh.Job {
+	t.Helper()
+	for _, id := range ids {
+		b.put(t, id, `{"timeout": "10m"}`, true)
+	}
+	_, err := b.scheduler(t, refresh.SchedulerConfig{}).RunOnce(context.Background())
+	require.NoError(t, err)
+	jobs := map[string]refresh.Job{}
+	for _, j := range b.queue.Take("q", 100) {
+		jobs[j.ModelID] = j
+	}
+	require.Len(t, jobs, len(ids))
+	b.events(t)
+	return jobs
+}
+
+func TestConsumerDefersLockedModels(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	jobs := b.started(t, "a", "b")
+	b.clock.Advance(time.Minute)
+	store := &lockingStore{Store: b.store}
+	store.hold("a")
+	c := b.consumer(t, store)
+
+	b.queue.Deliver(refresh.Outcome{ModelID: "a", AttemptUID: jobs["a"].AttemptUID, Type: refresh.OutcomeStatus, Message: "first"})
+	b.queue.Deliver(refresh.Outcome{ModelID: "b", AttemptUID: jobs["b"].AttemptUID, Type: refresh.OutcomeSuccess})
+	b.queue.Deliver(refresh.Outcome{ModelID: "a", AttemptUID: jobs["a"].AttemptUID, Type: refresh.OutcomeSuccess})
+	arrival := b.clock.Now()
+	r, err := c.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 3, Applied: 1, Deferred: 2}, r, "b applies although a is locked")
+	require.Equal(t, []string{"success:b"}, types(b.events(t)))
+
+	// A new outcome of a locked model waits behind the older ones.
+	b.clock.Advance(9 * time.Minute) // past a's deadline: the outcomes arrived before it
+	r, err = c.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 2, Deferred: 2}, r)
+
+	store.hold()
+	r, err = c.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 2, Applied: 2}, r, "once free, a's outcomes apply, in order")
+	require.Equal(t, []string{"status:a", "success:a"}, types(b.events(t)))
+	a, err := b.store.Get(ctx, "a")
+	require.NoError(t, err)
+	requireTime(t, arrival, a.LastSuccessAt, "judged at its arrival, not at the write after the deadline")
+	require.EqualValues(t, 4, b.metrics.Deferred.Load())
+}
+
+func TestConsumerSetsAsideWhatTheStoreRefuses(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	jobs := b.started(t, "a", "b", "c", "d", "e")
+	b.clock.Advance(time.Minute)
+	store := &lockingStore{Store: b.store}
+	c := b.consumer(t, store)
+	poison := refresh.Outcome{ModelID: "c", AttemptUID: jobs["c"].AttemptUID, Type: refresh.OutcomeStatus, Message: "a\x00b"}
+	for _, id := range []string{"a", "b"} {
+		b.queue.Deliver(refresh.Outcome{ModelID: id, AttemptUID: jobs[id].AttemptUID, Type: refresh.OutcomeSuccess})
+	}
+	b.queue.Deliver(poison)
+	for _, id := range []string{"c", "d", "e"} {
+		b.queue.Deliver(refresh.Outcome{ModelID: id, AttemptUID: jobs[id].AttemptUID, Type: refresh.OutcomeSuccess})
+	}
+	r, err := c.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 6, Applied: 5, DeadLettered: 1}, r)
+	dead := b.queue.DeadLetters()
+	require.Len(t, dead, 1)
+	require.Equal(t, poison.Message, dead[0].Outcome.Message)
+	require.Contains(t, dead[0].Reason, "0x00")
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		m, err := b.store.Get(ctx, id)
+		require.NoError(t, err)
+		require.False(t, m.LastSuccessAt.IsZero(), "%s applied", id)
+	}
+	require.LessOrEqual(t, store.writes, 7, "bisected: about 2·log2(6) writes, not one per outcome")
+	require.EqualValues(t, 1, b.metrics.DeadLettered.Load())
+
+	// The next pass is not stuck on it.
+	r, err = c.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{}, r)
+}
