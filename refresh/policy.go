@@ -85,36 +85,6 @@ const (
 // ISO 8601 ("PT5M", "P7D") from JSON and writes Go syntax.
 type Duration time.Duration
 
-// Limits are the global bounds every policy must stay within. They are
-// configurable; a zero field stands for its value in DefaultLimits.
-type Limits struct {
-	// MaxRetries bounds len(retry.delays) and retry.backoff.max_retries.
-	MaxRetries int
-	// MaxDelay bounds every retry delay and retry.backoff.max_delay.
-	MaxDelay time.Duration
-	// MaxTimeout bounds timeout.
-	MaxTimeout time.Duration
-}
-
-// DefaultLimits returns 100 retries, 30 days of delay and 7 days of timeout.
-func DefaultLimits() Limits {
-	return Limits{MaxRetries: 100, MaxDelay: 30 * 24 * time.Hour, MaxTimeout: 7 * 24 * time.Hour}
-}
-
-func (l Limits) orDefault() Limits {
-	d := DefaultLimits()
-	if l.MaxRetries == 0 {
-		l.MaxRetries = d.MaxRetries
-	}
-	if l.MaxDelay == 0 {
-		l.MaxDelay = d.MaxDelay
-	}
-	if l.MaxTimeout == 0 {
-		l.MaxTimeout = d.MaxTimeout
-	}
-	return l
-}
-
 // Defaults of a policy, applied by ParsePolicy to what the input leaves out.
 const (
 	defaultTimeout           = Duration(time.Hour)

@@ -147,7 +147,9 @@ func TestDefaultPolicy(t *testing.T) {
 
 func TestDefaultLimits(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, refresh.Limits{MaxRetries: 100, MaxDelay: 30 * 24 * time.Hour, MaxTimeout: 7 * 24 * time.Hour},
+	require.Equal(t, refresh.Limits{MaxRetries: 100, MaxDelay: 30 * 24 * time.Hour, MaxTimeout: 7 * 24 * time.Hour,
+		MinTimeout: time.Second, MinInterval: time.Minute, MaxMessageBytes: 1000, MaxReasonBytes: 4096,
+		MaxPayloadBytes: 64 << 10, MaxPayloadDepth: 32, MaxFieldErrors: 20},
 		refresh.DefaultLimits())
 }
 
