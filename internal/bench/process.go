@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// How long a child may take to start, and to stop once asked.
+const (
+	startTimeout = 30 * time.Second
+	stopTimeout  = 30 * time.Second
+)
+
+// child is a freshen child process whose output is kept for error
+// messages.
+type child struct {
+	name  string
+	cmd   *exec.Cmd
+	out   *output
+	clock refresh.Clock
+	done  chan struct{} // closed once the process has exited
+}
+
+// start starts the child; done is closed once it exits.
+func (c *child) start() error {
+	c.done = make(chan struct{})
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", c.name, err)
+	}
+	go func() {
+		_ = c.cmd.Wait()
+		close(c.done)
+	}()
+	return nil
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// exited returns the error to report when the child exited on its own.
+func (c *child) exited() error {
+	return fmt.Errorf("%s exited: %s\n%s", c.name, c.cmd.ProcessState, c.out.String())
+}
+
+// kill kills the child, if it still runs, and waits for it.
+func (c *child) kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
+// stop asks the child to shut down (SIGTERM), waits for it, and reports
+// whether it exited cleanly.
+func (c *child) stop() error {
+	select {
+	case <-c.done:
+		return c.exited()
+	default:
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop %s: %w", c.name, err)
+	}
+	select {
+	case <-c.done:
+	case <-c.clock.After(stopTimeout):
+		c.kill()
+		return fmt.Errorf("%s did not stop within %s", c.name, stopTimeout)
+	}
+	if !c.cmd.ProcessState.Success() {
+		return fmt.Errorf("%s: %s\n%s", c.name, c.cmd.ProcessState, c.out.String())
+	}
+	return nil
+}
+
+// startServe runs `freshen serve` on the schema of cfg, under the Redis
+// prefix of b, and waits until it answers /healthz.
+func (b *Bench) startServe(ctx context.Context, cfg *pgxpool.Config) (*child, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c := &child{
+		name: "freshen serve",
+		cmd: exec.Command(b.cfg.Executable, "serve", "--database-url", schemaURL(cfg), "--redis-url", b.cfg.RedisURL,
+			"--redis-prefix", b.prefix, "--addr", addr, "--instance-id", "bench-serve",
+			"--batch-size", strconv.Itoa(b.cfg.BatchSize), "--log-level", "warn"),
+		out:   &output{},
+		clock: b.clock,
+	}
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	if err := c.start(); err != nil {
+		return nil, err
+	}
+	timeout := b.clock.After(startTimeout)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return c, nil
+			}
+		}
+		select {
+		case <-c.done:
+			return nil, c.exited()
+		case <-timeout:
+			c.kill()
+			return nil, fmt.Errorf("freshen serve did not answer within %s\n%s", startTimeout, c.out.String())
+		case <-ctx.Done():
+			c.kill()
+			return nil, ctx.Err()
+		case <-b.clock.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// startWorker runs `freshen bench worker` on the queue of the harness with
+// the given concurrency and waits until it is ready to take jobs.
+func (b *Bench) startWorker(ctx context.Context, concurrency int) (*child, error) {
+	c := &child{
+		name: "freshen bench worker",
+		cmd: exec.Command(b.cfg.Executable, "bench", "worker", "--redis-url", b.cfg.RedisURL,
+			"--redis-prefix", b.prefix, "--queue", Queue, "--concurrency", strconv.Itoa(concurrency),
+			"--id", "bench-worker"),
+		out:   &output{watch: WorkerReady + "\n", seen: make(chan struct{})},
+		clock: b.clock,
+	}
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	if err := c.start(); err != nil {
+		return nil, err
+	}
+	select {
+	case <-c.out.seen:
+		return c, nil
+	case <-c.done:
+		return nil, c.exited()
+	case <-b.clock.After(startTimeout):
+		c.kill()
+		return nil, fmt.Errorf("freshen bench worker was not ready within %s\n%s", startTimeout, c.out.String())
+	case <-ctx.Done():
+		c.kill()
+		return nil, ctx.Err()
+	}
+}
+
+// output is a buffer safe for concurrent writers, for a child's output.
+// If watch is set, seen is closed once the output contains it.
+type output struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	watch string
+	seen  chan struct{}
+}
+
+func (w *output) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if w.watch != "" && strings.Contains(w.buf.String(), w.watch) {
+		close(w.seen)
+		w.watch = ""
+	}
+	return n, err
+}
+
+func (w *output) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}

@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/freshen-dev/freshen/queue"
+)
+
+// WorkerReady is the line RunWorker writes once it is connected and about
+// to take jobs.
+const WorkerReady = "ready"
+
+// DefaultWorkerConcurrency is the default of WorkerConfig.Concurrency and
+// E2EConfig.Concurrency.
+const DefaultWorkerConcurrency = 256
+
+// WorkerConfig configures RunWorker.
+type WorkerConfig struct {
+	// RedisURL is the Redis server. Required.
+	RedisURL string
+	// Prefix starts every key; it must be serve's. Required.
+	Prefix string
+	// Queue is the queue taken from (default Queue).
+	Queue string
+	// Concurrency is how many jobs run at once (default
+	// DefaultWorkerConcurrency).
+	Concurrency int
+	// ID names the worker among the workers of its queue (default: the
+	// SDK's).
+	ID string
+	// Logger (default: discarded).
+	Logger *slog.Logger
+}
+
+// RunWorker runs the queue.Worker SDK with a handler that succeeds at once
+// until ctx ends; it writes WorkerReady and a newline to ready once
+// connected. `freshen bench worker` is this function; E2E runs it as a
+// child process so that its CPU and memory are its own.
+func RunWorker(ctx context.Context, cfg WorkerConfig, ready io.Writer) error {
+	switch {
+	case cfg.RedisURL == "":
+		return errors.New("bench: worker: RedisURL: must be set")
+	case cfg.Prefix == "":
+		return errors.New("bench: worker: Prefix: must be set")
+	case cfg.Concurrency < 0:
+		return fmt.Errorf("bench: worker: Concurrency: must be >= 1, got %d", cfg.Concurrency)
+	}
+	if cfg.Queue == "" {
+		cfg.Queue = Queue
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultWorkerConcurrency
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return fmt.Errorf("redis URL: %w", err)
+	}
+	// Each taker holds a connection while it waits for a job.
+	opt.PoolSize = cfg.Concurrency + 10
+	client := redis.NewClient(opt)
+	defer client.Close()
+	if err := client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("connect to redis: %w", err)
+	}
+	w, err := queue.NewWorker(client, queue.WorkerOptions{
+		Prefix: cfg.Prefix, Queue: cfg.Queue, Concurrency: cfg.Concurrency, ID: cfg.ID, Logger: cfg.Logger,
+	}, func(context.Context, queue.Job) error { return nil })
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(ready, WorkerReady); err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
