@@ -20,6 +20,7 @@
 # Environment:
 #   PG_BIN             PostgreSQL binaries (default /usr/lib/postgresql/15/bin)
 #   WITH_SERVERS_LOGS  if 1, print both server logs when the command is done
+#   WITH_SERVERS_PG_CONF  extra postgresql.conf lines, e.g. "shared_preload_libraries = 'pg_stat_statements'"
 set -uo pipefail
 
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -152,6 +153,7 @@ max_connections = 200
 shared_buffers = 128MB
 max_wal_size = 1GB
 log_min_messages = warning
+${WITH_SERVERS_PG_CONF:-}
 EOF
 if [ "$(id -u)" -eq 0 ]; then
 	chown postgres: "$tmp/pg/data/postgresql.conf"
