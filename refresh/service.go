@@ -264,7 +264,7 @@ func (s *Service) check(id, queue string, payload, policy json.RawMessage) (defi
 		errs = append(errs, FieldError{Field: "policy", Rule: `must not contain \u0000 (NUL) in a string`})
 	}
 	if len(errs) > 0 {
-		return definition{}, &ValidationError{Fields: errs[:min(len(errs), lim.MaxFieldErrors)]}
+		return definition{}, &ValidationError{Fields: errs[:min(len(errs), max(lim.MaxFieldErrors, 1))]}
 	}
 	return definition{Queue: queue, Payload: payload, Policy: p}, nil
 }

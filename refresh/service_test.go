@@ -401,3 +401,12 @@ func TestServicePreconditionsHoldInTheTransaction(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"by": "other", "me": 1}`, string(m.Payload))
 }
+
+func TestServiceErrorsAreCappedWhateverTheLimit(t *testing.T) {
+	b := setup(t)
+	b.svc.Limits.MaxFieldErrors = -1
+	_, _, err := b.svc.Put(context.Background(), refresh.PutRequest{ID: "-", Queue: "-"})
+	var v *refresh.ValidationError
+	require.True(t, errors.As(err, &v), "got %v", err)
+	require.Len(t, v.Fields, 1)
+}

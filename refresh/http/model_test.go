@@ -70,6 +70,10 @@ func TestPutValidation(t *testing.T) {
 			body:  `{"policy": {"timeout": "soon", "on_exhausted": "wait_next"}}`,
 			error: `id: must be 1 to 200 letters, digits or ._:@- starting with a letter or digit; policy.timeout: must be a duration like "90s" or "PT5M", got "soon"; policy.on_exhausted: wait_next needs a schedule`,
 		},
+		{
+			name: "id and members", path: "/models/-bad", body: `{"polcy": {}}`,
+			error: "id: must be 1 to 200 letters, digits or ._:@- starting with a letter or digit; polcy: unknown field; want queue, payload, policy or trigger",
+		},
 		{name: "not JSON", path: "/models/m1", body: `{"policy": `, error: "body: invalid JSON at byte 11: unexpected end of JSON input"},
 		{name: "garbage", path: "/models/m1", body: `hello`, error: "body: invalid JSON at byte 1: invalid character 'h' looking for beginning of value"},
 		{name: "array", path: "/models/m1", body: `[1]`, error: "body: must be a JSON object"},

@@ -127,6 +127,7 @@ func decodeObject(ctx context.Context, data []byte, maxErrors int, member func(n
 	if _, err := dec.Token(); err != nil { // '{'
 		return invalid("body", "invalid JSON: %s", err)
 	}
+	maxErrors = max(maxErrors, 1)
 	for dec.More() && len(fields) < maxErrors {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -180,12 +181,8 @@ func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, 
 		}
 		return b, invalid("body", "is empty; %s", hint)
 	}
-	lim := s.svc.EffectiveLimits()
-	var idErr []refresh.FieldError
-	if !refresh.ValidID(id) {
-		idErr = append(idErr, refresh.FieldError{Field: "id", Rule: refresh.IDRule})
-	}
-	err = decodeObject(r.Context(), data, lim.MaxFieldErrors-len(idErr), func(name string, v json.RawMessage) string {
+	maxErrors := s.svc.EffectiveLimits().MaxFieldErrors
+	err = decodeObject(r.Context(), data, maxErrors, func(name string, v json.RawMessage) string {
 		null := isNull(v)
 		switch name {
 		case "id":
@@ -215,9 +212,9 @@ func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, 
 		}
 		return ""
 	})
-	if v, ok := errors.AsType[*refresh.ValidationError](err); ok {
-		v.Fields = append(idErr, v.Fields...)
-		return b, v
+	if v, ok := errors.AsType[*refresh.ValidationError](err); ok && !refresh.ValidID(id) {
+		fields := append([]refresh.FieldError{{Field: "id", Rule: refresh.IDRule}}, v.Fields...)
+		return b, &refresh.ValidationError{Fields: fields[:min(len(fields), max(maxErrors, 1))]}
 	}
 	return b, err // an invalid id alone is the service's to report, with the rest
 }
