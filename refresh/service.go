@@ -1,13 +1,19 @@
 package refresh
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // Service is what the API and the simulator call to create models and act
@@ -45,66 +51,310 @@ type PutRequest struct {
 	Policy  json.RawMessage `json:"policy"`
 	// Trigger asks for a refresh now (on create and on replace alike).
 	Trigger bool `json:"trigger"`
+	// IfMatch, if not empty, lists definition tags (see DefinitionTag), one
+	// of which the stored model must have; "*" matches any stored model.
+	// When none matches, or the model does not exist, Put fails with code
+	// EPRECONDITION and writes nothing.
+	IfMatch []string `json:"-"`
+	// IfNoneMatch, if not empty, lists definition tags the stored model
+	// must not have; "*" stands for every tag, so that Put only creates.
+	// When one matches, Put fails with code EPRECONDITION.
+	IfNoneMatch []string `json:"-"`
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`)
+// PatchRequest changes part of a model's definition with the semantics of
+// a JSON merge patch (RFC 7396) over the object {"queue", "payload",
+// "policy"}, the policy stated with every default as the model shows it.
+// Each of Queue, Payload and Policy is a member of that patch: nil leaves
+// the member as it is, JSON null returns it to its default (queue
+// "default", no payload, the default policy), an object merges into the
+// stored object member by member (null removing a member) and any other
+// value replaces it.
+type PatchRequest struct {
+	ID      string
+	Queue   json.RawMessage
+	Payload json.RawMessage
+	Policy  json.RawMessage
+	// Trigger asks for a refresh now, as in PutRequest.
+	Trigger bool
+	// IfMatch is PutRequest.IfMatch.
+	IfMatch []string
+}
+
+// Model ids and queue names. An id may contain ':' (ids are never part of
+// a queue key); a queue name may not, since it is part of Redis keys such
+// as working:<queue>:<worker>, which a ':' would make ambiguous.
+var (
+	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`)
+	queuePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,199}$`)
+)
+
+// Rules of ids and queue names, as errors state them.
+const (
+	IDRule    = "must be 1 to 200 letters, digits or ._:@- starting with a letter or digit"
+	QueueRule = "must be 1 to 200 letters, digits or ._@- starting with a letter or digit"
+)
+
+// ValidID reports whether id is a valid model id: 1 to 200 ASCII letters,
+// digits or ._:@-, starting with a letter or digit. So an id never holds a
+// NUL, a byte that is not UTF-8, a space or a slash.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// ValidQueue reports whether name is a valid queue name: as ValidID, but
+// without ':'.
+func ValidQueue(name string) bool { return queuePattern.MatchString(name) }
 
 // DefaultQueue is the queue of a model that names none.
 const DefaultQueue = "default"
 
-// Put creates the model or replaces its queue, payload and policy. A new
-// model gets its first plan (Create) and created is true. A replaced model
-// keeps its state;
-// when it is idle, enabled and not in a retry round, its next run is
-// re-planned under the new schedule. Trigger then refreshes it at once.
+// EffectiveLimits returns s.Limits with every zero field at its default.
+func (s *Service) EffectiveLimits() Limits { return s.Limits.orDefault() }
+
+// DefinitionTag returns an opaque tag of m's definition: its queue, payload
+// and policy. It changes when one of them does, and only then: the run
+// state (refresh_at, attempts, pause...) changes all the time and is no
+// part of it. The API serves it as the ETag of a model.
+func DefinitionTag(m Model) string {
+	def, err := json.Marshal(struct {
+		Queue   string          `json:"queue"`
+		Payload json.RawMessage `json:"payload"`
+		Policy  Policy          `json:"policy"`
+	}{m.Queue, m.Payload, m.Policy})
+	if err != nil { // a stored payload is valid JSON; hash its bytes anyway
+		def = append([]byte(m.Queue+"\x00"), m.Payload...)
+	}
+	sum := sha256.Sum256(def)
+	return hex.EncodeToString(sum[:16])
+}
+
+// definition is what a write sets: a checked queue, payload and policy.
+type definition struct {
+	Queue   string
+	Payload json.RawMessage
+	Policy  Policy
+}
+
+// Put creates the model or replaces its whole definition: queue, payload
+// and policy. What the request leaves out takes its default (queue
+// "default", no payload, the default policy) whatever the model had; use
+// Patch to change part of it. A new model gets its first plan (Create) and
+// created is true. A replaced model keeps its state; when it is idle,
+// enabled and not in a retry round, its next run is re-planned under the
+// new schedule. Trigger then refreshes it at once.
+//
+// Every broken rule is reported, each named by its field, at most
+// Limits.MaxFieldErrors of them. A schedule that is set (on create, or
+// changed) is also checked at the time of the request (checkAtWrite).
 func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) {
+	def, err := s.check(req.ID, req.Queue, req.Payload, req.Policy)
+	if err != nil {
+		return Model{}, false, err
+	}
+	m, created, err := s.write(ctx, req.ID, false, req.IfMatch, req.IfNoneMatch, req.Trigger,
+		func(*Model) (definition, error) { return def, nil })
+	if err != nil {
+		return Model{}, false, fmt.Errorf("put model %s: %w", req.ID, err)
+	}
+	return m, created, nil
+}
+
+// Patch changes part of model id's definition (see PatchRequest) and
+// returns the model after it. The merged definition is checked exactly as
+// Put checks a request, and written as Put writes it, in one transaction
+// with the read of the stored definition, so a concurrent write is never
+// lost. An unknown model is an error with code ENOTFOUND.
+func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
+	lim := s.Limits.orDefault()
 	var errs []FieldError
-	if !namePattern.MatchString(req.ID) {
-		errs = append(errs, FieldError{Field: "id", Rule: "must be 1 to 200 letters, digits or ._:@- starting with a letter or digit"})
+	if !ValidID(req.ID) {
+		errs = append(errs, FieldError{Field: "id", Rule: IDRule})
 	}
-	if req.Queue == "" {
-		req.Queue = DefaultQueue
+	for _, m := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"queue", req.Queue}, {"payload", req.Payload}, {"policy", req.Policy}} {
+		switch {
+		case m.v == nil:
+		case !json.Valid(m.v):
+			errs = append(errs, FieldError{Field: m.name, Rule: "must be JSON"})
+		case nestedDeeper(m.v, lim.MaxPayloadDepth):
+			errs = append(errs, FieldError{Field: m.name, Rule: fmt.Sprintf("nested deeper than %d levels", lim.MaxPayloadDepth)})
+		}
 	}
-	if !namePattern.MatchString(req.Queue) {
-		errs = append(errs, FieldError{Field: "queue", Rule: "must be 1 to 200 letters, digits or ._:@- starting with a letter or digit"})
+	if len(errs) > 0 {
+		return Model{}, &ValidationError{Fields: errs}
 	}
-	if len(req.Payload) > 0 && !json.Valid(req.Payload) {
-		errs = append(errs, FieldError{Field: "payload", Rule: "must be JSON"})
+	m, _, err := s.write(ctx, req.ID, true, req.IfMatch, nil, req.Trigger, func(old *Model) (definition, error) {
+		queue, payload := old.Queue, old.Payload
+		policy, err := json.Marshal(old.Policy)
+		if err != nil {
+			return definition{}, err
+		}
+		if req.Queue != nil {
+			queue = DefaultQueue
+			if !isNull(req.Queue) && json.Unmarshal(req.Queue, &queue) != nil {
+				return definition{}, &ValidationError{Fields: []FieldError{{Field: "queue", Rule: "must be a string, got " + shortJSON(req.Queue)}}}
+			}
+		}
+		if req.Payload != nil {
+			payload = nil
+			if !isNull(req.Payload) {
+				if payload, err = mergePatch(old.Payload, req.Payload); err != nil {
+					return definition{}, err
+				}
+			}
+		}
+		if req.Policy != nil {
+			switch {
+			case isNull(req.Policy):
+				policy = []byte("{}")
+			case !isObject(req.Policy):
+				return definition{}, &ValidationError{Fields: []FieldError{{Field: "policy", Rule: "must be an object, got " + shortJSON(req.Policy)}}}
+			default:
+				if policy, err = mergePatch(policy, req.Policy); err != nil {
+					return definition{}, err
+				}
+			}
+		}
+		return s.check(req.ID, queue, payload, policy)
+	})
+	if err != nil {
+		return Model{}, fmt.Errorf("patch model %s: %w", req.ID, err)
 	}
-	if len(req.Policy) == 0 {
-		req.Policy = json.RawMessage("{}")
+	return m, nil
+}
+
+// check checks a definition as a request states it and returns it parsed,
+// or a *ValidationError listing at most Limits.MaxFieldErrors broken rules.
+// An empty queue is the default queue, an empty or null payload none, an
+// empty policy the default policy.
+func (s *Service) check(id, queue string, payload, policy json.RawMessage) (definition, error) {
+	lim := s.Limits.orDefault()
+	var errs []FieldError
+	if !ValidID(id) {
+		errs = append(errs, FieldError{Field: "id", Rule: IDRule})
 	}
-	policy, err := ParsePolicy(req.Policy, s.Limits)
+	if queue == "" {
+		queue = DefaultQueue
+	}
+	if !ValidQueue(queue) {
+		errs = append(errs, FieldError{Field: "queue", Rule: QueueRule})
+	}
+	if isNull(payload) {
+		payload = nil
+	}
+	if f := checkPayload(payload, lim); f != nil {
+		errs = append(errs, *f)
+	}
+	if len(policy) == 0 {
+		policy = json.RawMessage("{}")
+	}
+	p, err := ParsePolicy(policy, lim)
 	if err != nil {
 		var v *ValidationError
 		if !errors.As(err, &v) {
-			return Model{}, false, err
+			return definition{}, err
 		}
 		for _, f := range v.Fields {
 			f.Field = strings.TrimSuffix("policy."+f.Field, ".")
 			errs = append(errs, f)
 		}
+	} else if hasNUL(policy) {
+		// Policies are stored as jsonb, which cannot hold a NUL.
+		errs = append(errs, FieldError{Field: "policy", Rule: `must not contain \u0000 (NUL) in a string`})
 	}
 	if len(errs) > 0 {
-		return Model{}, false, &ValidationError{Fields: errs}
+		return definition{}, &ValidationError{Fields: errs[:min(len(errs), max(lim.MaxFieldErrors, 1))]}
 	}
+	return definition{Queue: queue, Payload: payload, Policy: p}, nil
+}
+
+// checkPayload returns the rule payload breaks, if any: it must be at most
+// MaxPayloadBytes of UTF-8 JSON nested at most MaxPayloadDepth deep. A
+// \u0000 escape is allowed: the payload is stored as written (PostgreSQL
+// json keeps it as text) and handed to workers unchanged.
+func checkPayload(payload json.RawMessage, lim Limits) *FieldError {
+	rule := ""
+	switch {
+	case payload == nil:
+	case len(payload) > lim.MaxPayloadBytes:
+		rule = fmt.Sprintf("must be at most %d bytes, got %d", lim.MaxPayloadBytes, len(payload))
+	case !utf8.Valid(payload):
+		rule = "must be UTF-8"
+	case !json.Valid(payload):
+		rule = "must be JSON"
+	case nestedDeeper(payload, lim.MaxPayloadDepth):
+		rule = fmt.Sprintf("nested deeper than %d levels", lim.MaxPayloadDepth)
+	}
+	if rule == "" {
+		return nil
+	}
+	return &FieldError{Field: "payload", Rule: rule}
+}
+
+// checkAtWrite returns the rules that policy p breaks at the time of a
+// write that sets its schedule (a create, or a changed schedule or time
+// zone), now, for a model created at created: a schedule must have an
+// occurrence at or after now ("rule has no occurrence after <now>", e.g.
+// an UNTIL in the past), and its occurrences must lie at least
+// Limits.MinInterval apart, which the policy checks once it can tell its
+// shortest gap.
+func checkAtWrite(p Policy, now, created time.Time) []FieldError {
+	if p.Schedule == "" {
+		return nil
+	}
+	if _, ok := (Model{Policy: p, CreatedAt: created}).First(now); !ok {
+		return []FieldError{{Field: "policy.schedule", Rule: "rule has no occurrence after " + now.UTC().Format(time.RFC3339)}}
+	}
+	return nil
+}
+
+// write runs one Put or Patch of model id in one store transaction: it
+// checks the preconditions on the stored model, takes the definition from
+// build (old is nil for a model that does not exist) and writes it. With
+// mustExist, an unknown model is ENOTFOUND (before any precondition).
+func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch, ifNoneMatch []string, trigger bool,
+	build func(old *Model) (definition, error)) (Model, bool, error) {
 	now := s.Clock.Now()
 	var out Model
 	var created bool
 	var ch changes
-	err = s.Store.Modify(ctx, []string{req.ID}, func(found []Model) (Batch, error) {
+	err := s.Store.Modify(ctx, []string{id}, func(found []Model) (Batch, error) {
 		ch = changes{}
+		var old *Model
+		if len(found) > 0 {
+			old = &found[0]
+		}
+		if old == nil && mustExist {
+			return Batch{}, Errorf(ENOTFOUND, "model %q not found", id)
+		}
+		if err := precondition(id, old, ifMatch, ifNoneMatch); err != nil {
+			return Batch{}, err
+		}
+		def, err := build(old)
+		if err != nil {
+			return Batch{}, err
+		}
+		created = old == nil
+		createdAt := now
+		if !created {
+			createdAt = old.CreatedAt
+		}
+		if created || old.Policy.Schedule != def.Policy.Schedule || old.Policy.Timezone != def.Policy.Timezone {
+			if errs := checkAtWrite(def.Policy, now, createdAt); len(errs) > 0 {
+				return Batch{}, &ValidationError{Fields: errs}
+			}
+		}
 		var m Model
 		var d Decision
-		created = len(found) == 0
 		if created {
-			m, d = Create(Model{ID: req.ID, Queue: req.Queue, Payload: req.Payload, Policy: policy}, req.Trigger, now)
-			ch.add(Model{ID: req.ID}, m, d, now)
+			m, d = Create(Model{ID: id, Queue: def.Queue, Payload: def.Payload, Policy: def.Policy}, trigger, now)
+			ch.add(Model{ID: id}, m, d, now)
 		} else {
-			before := found[0]
+			before := *old
 			m = before
-			m.Queue, m.Payload, m.Policy = req.Queue, req.Payload, policy
-			if req.Trigger {
+			m.Queue, m.Payload, m.Policy = def.Queue, def.Payload, def.Policy
+			if trigger {
 				m, d = Trigger(m, now)
 				ch.add(before, m, d, now)
 			} else {
@@ -118,16 +368,41 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) 
 		return ch.Batch, nil
 	})
 	if err != nil {
-		return Model{}, false, fmt.Errorf("put model %s: %w", req.ID, err)
+		return Model{}, false, err
 	}
 	s.committed(ch.Events, true)
 	return out, created, nil
+}
+
+// precondition checks the stored model old (nil if none) against the tags
+// of a write's IfMatch and IfNoneMatch.
+func precondition(id string, old *Model, ifMatch, ifNoneMatch []string) error {
+	if len(ifMatch) > 0 {
+		if old == nil {
+			return Errorf(EPRECONDITION, "model %q does not exist", id)
+		}
+		if tag := DefinitionTag(*old); !slices.Contains(ifMatch, "*") && !slices.Contains(ifMatch, tag) {
+			return Errorf(EPRECONDITION, "model %q has changed: its definition tag is now %q", id, tag)
+		}
+	}
+	if len(ifNoneMatch) > 0 && old != nil {
+		if slices.Contains(ifNoneMatch, "*") {
+			return Errorf(EPRECONDITION, "model %q already exists", id)
+		}
+		if tag := DefinitionTag(*old); slices.Contains(ifNoneMatch, tag) {
+			return Errorf(EPRECONDITION, "model %q has the definition tag %q", id, tag)
+		}
+	}
+	return nil
 }
 
 // Act applies an action (trigger, enable, pause, resume, cancel) to model
 // id and returns the model after it with the decision. An action that
 // changes nothing (Decision.Unchanged) writes and publishes nothing.
 func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, error) {
+	if !ValidID(id) {
+		return Model{}, Decision{}, &ValidationError{Fields: []FieldError{{Field: "id", Rule: IDRule}}}
+	}
 	now := s.Clock.Now()
 	var apply func(Model) (Model, Decision)
 	switch action {
@@ -166,6 +441,9 @@ func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, 
 // Delete removes model id and its history. A running attempt is over: its
 // outcome is stale and its worker is told.
 func (s *Service) Delete(ctx context.Context, id string) error {
+	if !ValidID(id) {
+		return &ValidationError{Fields: []FieldError{{Field: "id", Rule: IDRule}}}
+	}
 	now := s.Clock.Now()
 	var ch changes
 	err := s.Store.Modify(ctx, []string{id}, func(found []Model) (Batch, error) {
@@ -200,4 +478,141 @@ func (s *Service) committed(events []Event, wake bool) {
 	if s.WakeFunc != nil && wake {
 		s.WakeFunc()
 	}
+}
+
+// nestedDeeper reports whether the JSON text data nests arrays and objects
+// more than max levels deep. It reads data once, left to right, and stops
+// at the first level too deep.
+func nestedDeeper(data []byte, max int) bool {
+	depth := 0
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte cannot end the string
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			if depth++; depth > max {
+				return true
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
+}
+
+// hasNUL reports whether the JSON text data has a \u0000 escape in a
+// string (a raw NUL byte is no valid JSON).
+func hasNUL(data []byte) bool {
+	for i := 0; i+5 < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		if data[i+1] == 'u' && string(data[i+2:i+6]) == "0000" {
+			return true
+		}
+		i++ // skip the escaped byte: in \\u0000 the u is not escaped
+	}
+	return false
+}
+
+// isObject reports whether the JSON value v is an object.
+func isObject(v json.RawMessage) bool { return bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) }
+
+// mergePatch applies the JSON merge patch patch (RFC 7396) to the JSON
+// value target (nil: none) and returns the result. A patch that is no
+// object replaces the target; an object patch merges into the target
+// (an object, or {} if it is none) member by member, null removing a
+// member. Members keep their order, new ones follow, and the values the
+// patch does not touch keep their bytes. Its work is the size of target
+// and patch times the patch's depth.
+func mergePatch(target, patch json.RawMessage) (json.RawMessage, error) {
+	if !isObject(patch) {
+		return patch, nil
+	}
+	var names []string
+	values := map[string]json.RawMessage{}
+	if isObject(target) {
+		err := eachMember(target, func(name string, v json.RawMessage) {
+			if _, ok := values[name]; !ok {
+				names = append(names, name)
+			}
+			values[name] = v
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var merr error
+	err := eachMember(patch, func(name string, v json.RawMessage) {
+		if merr != nil {
+			return
+		}
+		if isNull(v) {
+			delete(values, name)
+			return
+		}
+		cur, ok := values[name]
+		if !ok {
+			names = append(names, name)
+		}
+		values[name], merr = mergePatch(cur, v)
+	})
+	if err == nil {
+		err = merr
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	out := []byte{'{'}
+	for _, name := range names {
+		v, ok := values[name]
+		if !ok {
+			continue // removed
+		}
+		delete(values, name) // a name removed and added again is listed twice
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		b.Reset()
+		_ = enc.Encode(name) // a string always encodes
+		out = append(out, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+		out = append(out, ':')
+		out = append(out, bytes.TrimSpace(v)...)
+	}
+	return append(out, '}'), nil
+}
+
+// eachMember calls fn with the name and value of each member of the JSON
+// object data, in order.
+func eachMember(data json.RawMessage, fn func(name string, v json.RawMessage)) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		fn(tok.(string), v)
+	}
+	return nil
 }

@@ -1,21 +1,14 @@
 package http
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
-
-// maxBodyBytes bounds a request body.
-const maxBodyBytes = 1 << 20
 
 // List limits.
 const (
@@ -25,15 +18,43 @@ const (
 	maxAttemptsLimit = 1000
 )
 
-// handlePut creates or replaces a model: 201 with a Location header when
-// created, 200 when replaced. The body is {"queue", "payload", "policy",
-// "trigger"}, every member optional; an "id" member must equal the path's.
+// setETag sets the ETag header of a response about m: its definition tag.
+func setETag(w http.ResponseWriter, m refresh.Model) {
+	w.Header().Set("ETag", `"`+refresh.DefinitionTag(m)+`"`)
+}
+
+// handlePut creates or replaces a whole model: 201 with a Location header
+// when created, 200 when replaced, with the model's ETag.
 func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	req, err := decodePut(http.MaxBytesReader(w, r.Body, maxBodyBytes), id)
+	if _, err := query(r); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	ifMatch, err := entityTags(r.Header, "If-Match")
 	if err != nil {
 		s.Error(w, r, err)
 		return
+	}
+	ifNoneMatch, err := entityTags(r.Header, "If-None-Match")
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	b, err := s.decodeModel(w, r, id, http.MethodPut)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	req := refresh.PutRequest{ID: id, Trigger: b.trigger, IfMatch: ifMatch, IfNoneMatch: ifNoneMatch}
+	if b.queue != nil && !isNull(b.queue) {
+		_ = json.Unmarshal(b.queue, &req.Queue) // checked by decodeModel
+	}
+	if !isNull(b.payload) {
+		req.Payload = b.payload
+	}
+	if !isNull(b.policy) {
+		req.Policy = b.policy
 	}
 	m, created, err := s.svc.Put(r.Context(), req)
 	if err != nil {
@@ -45,92 +66,59 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusCreated
 		w.Header().Set("Location", "/models/"+url.PathEscape(id))
 	}
+	setETag(w, m)
 	writeJSON(w, code, withNextRuns(m, s.svc.Clock.Now()))
 }
 
-// decodePut reads a PUT body. Its errors are *refresh.ValidationError
-// naming the member at fault ("body" for the body as a whole), or the
-// reader's error.
-func decodePut(body io.Reader, id string) (refresh.PutRequest, error) {
-	req := refresh.PutRequest{ID: id}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return req, fmt.Errorf("read body: %w", err)
+// handlePatch changes part of a model with a JSON merge patch: 200 with
+// the model and its ETag.
+func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := query(r); err != nil {
+		s.Error(w, r, err)
+		return
 	}
-	invalid := func(field, format string, args ...any) error {
-		return &refresh.ValidationError{Fields: []refresh.FieldError{{Field: field, Rule: fmt.Sprintf(format, args...)}}}
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return req, invalid("body", `is empty; send a JSON object such as {"policy": {}}`)
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(data, &members); err != nil {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) {
-			return req, invalid("body", "invalid JSON at byte %d: %s", syntax.Offset, syntax)
-		}
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &typ) || members == nil {
-			return req, invalid("body", "must be a JSON object")
-		}
-		return req, invalid("body", "invalid JSON: %s", err)
-	}
-	if members == nil { // null
-		return req, invalid("body", "must be a JSON object")
-	}
-	var fields []refresh.FieldError
-	bad := func(field, rule string) { fields = append(fields, refresh.FieldError{Field: field, Rule: rule}) }
-	names := make([]string, 0, len(members))
-	for name := range members {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		v := members[name]
-		null := string(bytes.TrimSpace(v)) == "null"
-		switch name {
-		case "id":
-			var got string
-			if err := json.Unmarshal(v, &got); err != nil || got != id {
-				bad("id", fmt.Sprintf("must be the id of the path, %q, or left out", id))
-			}
-		case "queue":
-			if !null && json.Unmarshal(v, &req.Queue) != nil {
-				bad("queue", "must be a string")
-			}
-		case "payload":
-			if !null {
-				req.Payload = v
-			}
-		case "policy":
-			switch {
-			case null:
-			case !bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")):
-				bad("policy", "must be a JSON object, got "+short(v))
-			default:
-				req.Policy = v
-			}
-		case "trigger":
-			if !null && json.Unmarshal(v, &req.Trigger) != nil {
-				bad("trigger", "must be true or false")
-			}
-		default:
-			bad(name, "unknown field; want queue, payload, policy or trigger")
-		}
-	}
-	if len(fields) > 0 {
-		return req, &refresh.ValidationError{Fields: fields}
-	}
-	return req, nil
-}
-
-// handleGet returns a model with its next planned runs.
-func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
-	m, err := s.svc.Store.Get(r.Context(), r.PathValue("id"))
+	ifMatch, err := entityTags(r.Header, "If-Match")
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
+	if r.Header.Get("If-None-Match") != "" {
+		s.Error(w, r, invalid("If-None-Match", "is not taken by PATCH, which never creates; use If-Match"))
+		return
+	}
+	b, err := s.decodeModel(w, r, id, http.MethodPatch)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	m, err := s.svc.Patch(r.Context(), refresh.PatchRequest{
+		ID: id, Queue: b.queue, Payload: b.payload, Policy: b.policy, Trigger: b.trigger, IfMatch: ifMatch,
+	})
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	setETag(w, m)
+	writeJSON(w, http.StatusOK, withNextRuns(m, s.svc.Clock.Now()))
+}
+
+// handleGet returns a model with its next planned runs.
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		_, err = query(r)
+	}
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	m, err := s.svc.Store.Get(r.Context(), id)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	setETag(w, m)
 	writeJSON(w, http.StatusOK, withNextRuns(m, s.svc.Clock.Now()))
 }
 
@@ -146,7 +134,12 @@ var listParams = []string{"disabled", "failing", "running", "paused", "queue", "
 
 // handleList lists models in id order, one page at a time.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	f, err := parseFilter(r.URL.Query())
+	q, err := query(r, listParams...)
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	f, err := parseFilter(q)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -169,30 +162,19 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// parseFilter reads the query of GET /models. Unknown parameters are
-// refused, so that a misspelt filter does not silently list everything.
+// parseFilter reads the filter of GET /models from q, whose parameters are
+// known and given once (see query).
 func parseFilter(q url.Values) (refresh.Filter, error) {
 	f := refresh.Filter{Limit: defaultListLimit}
 	var fields []refresh.FieldError
 	bad := func(field, format string, args ...any) {
 		fields = append(fields, refresh.FieldError{Field: field, Rule: fmt.Sprintf(format, args...)})
 	}
-	names := make([]string, 0, len(q))
-	for name := range q {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		vals := q[name]
-		if !slices.Contains(listParams, name) {
-			bad(name, "unknown parameter; want one of disabled, failing, running, paused, queue, after, limit")
+	for _, name := range listParams {
+		if !q.Has(name) {
 			continue
 		}
-		if len(vals) > 1 {
-			bad(name, "must be given once")
-			continue
-		}
-		v := vals[0]
+		v := q.Get(name)
 		switch name {
 		case "disabled", "failing", "running", "paused":
 			b, err := strconv.ParseBool(v)
@@ -211,8 +193,16 @@ func parseFilter(q url.Values) (refresh.Filter, error) {
 				f.Paused = &b
 			}
 		case "queue":
+			if !refresh.ValidQueue(v) {
+				bad(name, "%s", refresh.QueueRule)
+				continue
+			}
 			f.Queue = v
 		case "after":
+			if !refresh.ValidID(v) {
+				bad(name, "must be a model id: %s", refresh.IDRule)
+				continue
+			}
 			f.After = v
 		case "limit":
 			n, err := strconv.Atoi(v)
@@ -229,15 +219,29 @@ func parseFilter(q url.Values) (refresh.Filter, error) {
 	return f, nil
 }
 
-// actResponse is the body of POST /models/{id}/{action}.
+// actResponse is the body of POST /models/{id}/{action}. Changed is false
+// when the action changed nothing (enable on a model that is not disabled,
+// pause on a paused one...).
 type actResponse struct {
 	Model    ModelWithRuns `json:"model"`
 	Decision Decision      `json:"decision"`
+	Changed  bool          `json:"changed"`
 }
 
 // handleAct applies action to a model and returns it with the decision.
 func (s *Server) handleAct(w http.ResponseWriter, r *http.Request, action string) {
-	m, d, err := s.svc.Act(r.Context(), r.PathValue("id"), action)
+	id, err := pathID(r)
+	if err == nil {
+		_, err = query(r)
+	}
+	if err == nil {
+		err = s.decodeEmpty(w, r)
+	}
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	m, d, err := s.svc.Act(r.Context(), id, action)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -245,12 +249,23 @@ func (s *Server) handleAct(w http.ResponseWriter, r *http.Request, action string
 	writeJSON(w, http.StatusOK, actResponse{
 		Model:    withNextRuns(m, s.svc.Clock.Now()),
 		Decision: Decision{Event: d.Event, Rule: d.Rule, Why: d.Why},
+		Changed:  !d.Unchanged,
 	})
 }
 
 // handleDelete removes a model and its history: 204.
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Delete(r.Context(), r.PathValue("id")); err != nil {
+	id, err := pathID(r)
+	if err == nil {
+		_, err = query(r)
+	}
+	if err == nil {
+		err = s.decodeEmpty(w, r)
+	}
+	if err == nil {
+		err = s.svc.Delete(r.Context(), id)
+	}
+	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
@@ -265,20 +280,22 @@ type attemptsResponse struct {
 // handleAttempts returns a model's attempts, newest first, at most limit
 // (default 20).
 func (s *Server) handleAttempts(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	limit := defaultAttempts
-	q := r.URL.Query()
-	for name := range q {
-		if name != "limit" {
-			s.Error(w, r, &refresh.ValidationError{Fields: []refresh.FieldError{{Field: name, Rule: "unknown parameter; want limit"}}})
-			return
-		}
+	id, err := pathID(r)
+	if err != nil {
+		s.Error(w, r, err)
+		return
 	}
-	if v := q.Get("limit"); v != "" {
+	q, err := query(r, "limit")
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	limit := defaultAttempts
+	if q.Has("limit") {
+		v := q.Get("limit")
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxAttemptsLimit {
-			s.Error(w, r, &refresh.ValidationError{Fields: []refresh.FieldError{{Field: "limit",
-				Rule: fmt.Sprintf("must be an integer between 1 and %d, got %q", maxAttemptsLimit, v)}}})
+			s.Error(w, r, invalid("limit", "must be an integer between 1 and %d, got %q", maxAttemptsLimit, v))
 			return
 		}
 		limit = n
@@ -298,13 +315,4 @@ func (s *Server) handleAttempts(w http.ResponseWriter, r *http.Request) {
 		res.Attempts = append(res.Attempts, newAttempt(a))
 	}
 	writeJSON(w, http.StatusOK, res)
-}
-
-// short returns JSON value v for an error message, cut at 40 bytes.
-func short(v json.RawMessage) string {
-	s := string(bytes.TrimSpace(v))
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
 }

@@ -1,8 +1,10 @@
 package http_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -68,14 +70,18 @@ func TestPutValidation(t *testing.T) {
 			body:  `{"policy": {"timeout": "soon", "on_exhausted": "wait_next"}}`,
 			error: `id: must be 1 to 200 letters, digits or ._:@- starting with a letter or digit; policy.timeout: must be a duration like "90s" or "PT5M", got "soon"; policy.on_exhausted: wait_next needs a schedule`,
 		},
+		{
+			name: "id and members", path: "/models/-bad", body: `{"polcy": {}}`,
+			error: "id: must be 1 to 200 letters, digits or ._:@- starting with a letter or digit; polcy: unknown field; want queue, payload, policy or trigger",
+		},
 		{name: "not JSON", path: "/models/m1", body: `{"policy": `, error: "body: invalid JSON at byte 11: unexpected end of JSON input"},
 		{name: "garbage", path: "/models/m1", body: `hello`, error: "body: invalid JSON at byte 1: invalid character 'h' looking for beginning of value"},
 		{name: "array", path: "/models/m1", body: `[1]`, error: "body: must be a JSON object"},
 		{name: "null", path: "/models/m1", body: `null`, error: "body: must be a JSON object"},
-		{name: "empty", path: "/models/m1", body: ``, error: `body: is empty; send a JSON object such as {"policy": {}}`},
+		{name: "empty", path: "/models/m1", body: ``, error: `body: is empty; send a JSON object such as {"policy": {}}; PUT replaces the whole model`},
 		{
 			name: "members", path: "/models/m1", body: `{"id": "m2", "queue": 3, "trigger": "yes", "polcy": {}}`,
-			error: `id: must be the id of the path, "m1", or left out; polcy: unknown field; want queue, payload, policy or trigger; queue: must be a string; trigger: must be true or false`,
+			error: `id: must be the id of the path, "m1", or left out; queue: must be a string, got 3; trigger: must be true or false, got "yes"; polcy: unknown field; want queue, payload, policy or trigger`,
 		},
 		{name: "payload", path: "/models/m1", body: `{"payload": "x", "policy": "daily"}`, error: "policy: must be a JSON object, got \"daily\""},
 	}
@@ -90,8 +96,9 @@ func TestPutValidation(t *testing.T) {
 			if tt.fields != nil {
 				require.Equal(t, tt.fields, body["fields"])
 			}
-			code, _ = b.do(t, "GET", tt.path, "")
-			require.Equal(t, http.StatusNotFound, code)
+			models, err := b.store.List(context.Background(), refresh.Filter{})
+			require.NoError(t, err)
+			require.Empty(t, models, "nothing written")
 		})
 	}
 }
@@ -101,7 +108,7 @@ func TestPutBodyTooLarge(t *testing.T) {
 	b := setup(t)
 	code, body := b.do(t, "PUT", "/models/m1", `{"payload": "`+strings.Repeat("x", 1<<20)+`"}`)
 	require.Equal(t, http.StatusRequestEntityTooLarge, code)
-	require.Equal(t, "request body is larger than 1 MiB", body["error"])
+	require.Equal(t, "body: must be at most 1 MiB", body["error"])
 }
 
 func TestGetNextRuns(t *testing.T) {
@@ -341,4 +348,229 @@ func TestAttempts(t *testing.T) {
 	require.Equal(t, "n: unknown parameter; want limit", body["error"])
 	code, _ = b.do(t, "GET", "/models/nope/attempts", "")
 	require.Equal(t, http.StatusNotFound, code)
+}
+
+func TestPutBoundsThePayload(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tests := []struct {
+		name, body, error string
+	}{
+		{"deep", `{"payload": ` + nested(9000) + `}`, "payload: nested deeper than 32 levels"},
+		{"one too deep", `{"payload": ` + nested(33) + `}`, "payload: nested deeper than 32 levels"},
+		{"large", `{"payload": "` + strings.Repeat("x", 64<<10) + `"}`, "payload: must be at most 65536 bytes, got 65538"},
+	}
+	for _, tt := range tests {
+		code, body := b.do(t, "PUT", "/models/m1", tt.body)
+		require.Equal(t, http.StatusBadRequest, code, tt.name)
+		require.Equal(t, tt.error, body["error"], tt.name)
+	}
+	b.put(t, "m1", `{"payload": `+nested(32)+`}`)
+	// A NUL escape is kept as written.
+	b.put(t, "m2", `{"payload": {"a": "x\u0000y"}}`)
+	rec := b.raw(t, "GET", "/models/m2", "")
+	require.Contains(t, rec.Body.String(), `"payload":{"a":"x\u0000y"}`)
+}
+
+func TestPutBodyRules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, body := b.do(t, "PUT", "/models/m1", `{"queue": "a", "policy": {}, "queue": "b"}`)
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Equal(t, "queue: duplicate field", body["error"])
+
+	// Thousands of unknown fields: the first MaxFieldErrors are reported.
+	var many strings.Builder
+	many.WriteString("{")
+	for i := range 5000 {
+		fmt.Fprintf(&many, `"x%d": 1, `, i)
+	}
+	many.WriteString(`"queue": "q"}`)
+	rec := b.raw(t, "PUT", "/models/m1", many.String())
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+	_, fields := errorOf(t, rec)
+	require.Len(t, fields, refresh.DefaultLimits().MaxFieldErrors)
+	require.Equal(t, "x0", fields[0])
+	require.Equal(t, "x19", fields[19])
+	// So are those of a policy.
+	rec = b.raw(t, "PUT", "/models/m1", `{"policy": `+strings.Replace(many.String(), `"queue": "q"`, `"timeout": "1h"`, 1)+`}`)
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+	_, fields = errorOf(t, rec)
+	require.Len(t, fields, refresh.DefaultLimits().MaxFieldErrors)
+	require.Equal(t, "policy.x0", fields[0])
+}
+
+func TestPutReplacesTheWholeModel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, "m1", `{"queue": "tables", "payload": {"v": 1}, "policy": {"schedule": "FREQ=HOURLY", "timeout": "10m"}}`)
+	code, m := b.do(t, "PUT", "/models/m1", `{"payload": {"v": 2}}`)
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, "default", m["queue"], "a member left out takes its default")
+	policy := m["policy"].(map[string]any)
+	require.NotContains(t, policy, "schedule")
+	require.Equal(t, "1h", policy["timeout"])
+	require.Nil(t, m["refresh_at"], "an on-demand model now")
+}
+
+func TestPatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, body := b.do(t, "PATCH", "/models/m1", `{"queue": "q"}`)
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, `model "m1" not found`, body["error"])
+
+	b.put(t, "m1", `{"queue": "tables", "payload": {"url": "s3://x", "opts": {"a": 1, "b": 2}}, "policy": {"schedule": "FREQ=HOURLY", "timeout": "10m", "retry": {"delays": ["1m"]}}}`)
+	code, m := b.do(t, "PATCH", "/models/m1", `{"payload": {"opts": {"a": null, "c": 3}}}`)
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, map[string]any{"url": "s3://x", "opts": map[string]any{"b": 2.0, "c": 3.0}}, m["payload"])
+	require.Equal(t, "tables", m["queue"])
+	require.Equal(t, "2026-03-02T06:00:00Z", m["refresh_at"])
+
+	code, m = b.do(t, "PATCH", "/models/m1", `{"policy": {"timeout": "20m", "retry": {"delays": null, "backoff": {"strategy": "fixed", "base": "5m"}}}}`)
+	require.Equal(t, http.StatusOK, code, m)
+	policy := m["policy"].(map[string]any)
+	require.Equal(t, "FREQ=HOURLY", policy["schedule"])
+	require.Equal(t, "20m", policy["timeout"])
+	require.Equal(t, "fixed", policy["retry"].(map[string]any)["backoff"].(map[string]any)["strategy"])
+
+	code, m = b.do(t, "PATCH", "/models/m1", `{"queue": null, "policy": {"schedule": null}, "trigger": true}`)
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, "default", m["queue"])
+	require.NotContains(t, m["policy"], "schedule")
+	require.Equal(t, "2026-03-02T05:30:00Z", m["refresh_at"])
+
+	for _, tt := range []struct{ body, error string }{
+		{`{"policy": {"on_exhausted": "wait_next"}}`, "policy.on_exhausted: wait_next needs a schedule"},
+		{`{"policy": {"retry": {"backoff": {"strategy": "immediate"}}}}`, "policy.retry.backoff.base: is not used by the immediate strategy"},
+		{`{"policy": "daily"}`, `policy: must be a JSON object, got "daily"`},
+		{`{"payload": ` + nested(40) + `}`, "payload: nested deeper than 32 levels"},
+		{`{"queue": "a", "queue": "b"}`, "queue: duplicate field"},
+		{`{"polcy": {}}`, "polcy: unknown field; want queue, payload, policy or trigger"},
+		{``, `body: is empty; send a JSON merge patch such as {"payload": {"key": "value"}}`},
+	} {
+		code, body := b.do(t, "PATCH", "/models/m1", tt.body)
+		require.Equal(t, http.StatusBadRequest, code, tt.body)
+		require.Equal(t, tt.error, body["error"], tt.body)
+	}
+	code, after := b.do(t, "GET", "/models/m1", "")
+	require.Equal(t, http.StatusOK, code)
+	delete(m, "next_runs")
+	delete(after, "next_runs")
+	require.Equal(t, m, after, "refused patches write nothing")
+}
+
+// request sends a request with headers (name, value pairs).
+func (b *bundle) request(t *testing.T, method, target, body string, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Add(headers[i], headers[i+1])
+	}
+	return b.send(req)
+}
+
+func TestETagAndPreconditions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := b.request(t, "PUT", "/models/m1", `{"payload": {"v": 1}}`, "If-None-Match", "*")
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	tag1 := rec.Header().Get("ETag")
+	require.Regexp(t, `^"[0-9a-f]{32}"$`, tag1)
+	rec = b.request(t, "PUT", "/models/m1", `{"payload": {"v": 1}}`, "If-None-Match", "*")
+	require.Equal(t, http.StatusPreconditionFailed, rec.Code)
+	msg, _ := errorOf(t, rec)
+	require.Equal(t, `model "m1" already exists`, msg)
+
+	// The tag is the definition's: actions and runs do not change it.
+	b.do(t, "POST", "/models/m1/trigger", "")
+	require.Len(t, b.tick(t, "default"), 1)
+	rec = b.raw(t, "GET", "/models/m1", "")
+	require.Equal(t, tag1, rec.Header().Get("ETag"))
+
+	rec = b.request(t, "PUT", "/models/m1", `{"payload": {"v": 2}}`, "If-Match", `"0123", `+tag1)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	tag2 := rec.Header().Get("ETag")
+	require.NotEqual(t, tag1, tag2)
+
+	// A stale tag changes nothing.
+	for _, method := range []string{"PUT", "PATCH"} {
+		rec = b.request(t, method, "/models/m1", `{"payload": {"v": 3}}`, "If-Match", tag1)
+		require.Equal(t, http.StatusPreconditionFailed, rec.Code, method)
+		require.Equal(t, "application/json; charset=utf-8", rec.Header().Get("Content-Type"))
+		msg, _ := errorOf(t, rec)
+		require.Equal(t, `model "m1" has changed: its definition tag is now `+tag2, msg)
+	}
+	rec = b.request(t, "PATCH", "/models/m1", `{"payload": {"v": 3}}`, "If-Match", "W/"+tag2)
+	require.Equal(t, http.StatusPreconditionFailed, rec.Code, "a weak tag never matches If-Match")
+	rec = b.request(t, "PATCH", "/models/m1", `{"payload": {"v": 3}}`, "If-Match", tag2)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	tag3 := rec.Header().Get("ETag")
+	rec = b.request(t, "PUT", "/models/m1", `{"payload": {"v": 3}}`, "If-Match", "*")
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, tag3, rec.Header().Get("ETag"), "the same definition, the same tag")
+
+	rec = b.request(t, "PUT", "/models/m2", `{}`, "If-Match", "*")
+	require.Equal(t, http.StatusPreconditionFailed, rec.Code, "If-Match on a model that does not exist")
+	rec = b.request(t, "PATCH", "/models/m2", `{}`, "If-Match", "*")
+	require.Equal(t, http.StatusNotFound, rec.Code)
+	for _, h := range [][]string{{"If-Match", "abc"}, {"If-Match", `"abc`}, {"If-Match", `"a" "b"`}, {"If-None-Match", ""}} {
+		rec = b.request(t, "PUT", "/models/m1", `{}`, h...)
+		require.Equal(t, http.StatusBadRequest, rec.Code, h)
+		_, fields := errorOf(t, rec)
+		require.Equal(t, []string{h[0]}, fields)
+	}
+	rec = b.request(t, "PATCH", "/models/m1", `{}`, "If-None-Match", "*")
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+	rec = b.raw(t, "GET", "/models/m1", "")
+	require.Equal(t, tag3, rec.Header().Get("ETag"), "refused writes change nothing")
+}
+
+func TestActionBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, "m1", `{}`)
+	for _, body := range []string{"", " \n", "{}", "{ }"} {
+		code, res := b.do(t, "POST", "/models/m1/trigger", body)
+		require.Equal(t, http.StatusOK, code, "%q: %v", body, res)
+	}
+	for body, want := range map[string]string{
+		`{"reason": "deploy"}`: "reason: unknown field; this request takes an empty body or {}",
+		`[]`:                   "body: must be a JSON object",
+		`null`:                 "body: must be a JSON object",
+		`{`:                    "body: invalid JSON at byte 1: unexpected end of JSON input",
+		"\"\xff\"":             "body: must be UTF-8",
+	} {
+		for _, target := range []string{"/models/m1/pause", "/models/m1"} {
+			method := "POST"
+			if target == "/models/m1" {
+				method = "DELETE"
+			}
+			code, res := b.do(t, method, target, body)
+			require.Equal(t, http.StatusBadRequest, code, body)
+			require.Equal(t, want, res["error"], body)
+		}
+	}
+	code, m := b.do(t, "GET", "/models/m1", "")
+	require.Equal(t, http.StatusOK, code, "not deleted")
+	require.Equal(t, false, m["paused"], "not paused")
+	code, _ = b.do(t, "DELETE", "/models/m1", "{}")
+	require.Equal(t, http.StatusNoContent, code)
+}
+
+func TestActionsTellWhetherTheyChangedAnything(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, "m1", `{}`)
+	code, res := b.do(t, "POST", "/models/m1/pause", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, true, res["changed"])
+	code, again := b.do(t, "POST", "/models/m1/pause", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, false, again["changed"])
+	require.Equal(t, res["model"], again["model"], "the unchanged model")
+	code, res = b.do(t, "POST", "/models/m1/enable", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, false, res["changed"], "enable on a model that is not disabled")
+	require.Equal(t, "not disabled: nothing changes", res["decision"].(map[string]any)["why"])
 }

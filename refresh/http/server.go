@@ -1,9 +1,3 @@
-// Package http serves Freshen's JSON API over net/http: models are created
-// and replaced with PUT, read and listed with GET, acted on with POST,
-// deleted with DELETE; /healthz and /metrics serve operators.
-//
-// Every error is a JSON object {"error": "...", "fields": [...]}; the
-// refresh error codes map to status codes in one place, Error.
 package http
 
 import (
@@ -30,7 +24,16 @@ type Server struct {
 	checks   []check
 	requests *prometheus.CounterVec
 	mux      *http.ServeMux
+	timeout  time.Duration
 }
+
+// DefaultRequestTimeout bounds the work of one request (see
+// WithRequestTimeout).
+const DefaultRequestTimeout = 30 * time.Second
+
+// errRequestTimeout is the cause of a request context that ran out of
+// time.
+var errRequestTimeout = errors.New("request timed out")
 
 type check struct {
 	name string
@@ -59,10 +62,16 @@ func WithHealthCheck(name string, fn func(context.Context) error) Option {
 	return func(s *Server) { s.checks = append(s.checks, check{name: name, fn: fn}) }
 }
 
+// WithRequestTimeout bounds the time a request may take once its headers
+// are read (default DefaultRequestTimeout): its context, which every store
+// call runs under, ends then, and it is answered 503 with a Retry-After
+// header. The body's read is bounded by the http.Server's ReadTimeout.
+func WithRequestTimeout(d time.Duration) Option { return func(s *Server) { s.timeout = d } }
+
 // NewServer returns the API handler over svc. It panics if two collectors
 // passed with WithCollectors clash, which is a programming error.
 func NewServer(svc *refresh.Service, opts ...Option) *Server {
-	s := &Server{svc: svc, log: svc.Logger, metrics: svc.Metrics}
+	s := &Server{svc: svc, log: svc.Logger, metrics: svc.Metrics, timeout: DefaultRequestTimeout}
 	for _, o := range opts {
 		o(s)
 	}
@@ -84,6 +93,7 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 	s.mux.Handle("GET /metrics", s.metricsHandler())
 	s.mux.HandleFunc("GET /models", s.handleList)
 	s.mux.HandleFunc("PUT /models/{id}", s.handlePut)
+	s.mux.HandleFunc("PATCH /models/{id}", s.handlePatch)
 	s.mux.HandleFunc("GET /models/{id}", s.handleGet)
 	s.mux.HandleFunc("DELETE /models/{id}", s.handleDelete)
 	s.mux.HandleFunc("GET /models/{id}/attempts", s.handleAttempts)
@@ -98,6 +108,9 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 // ServeHTTP routes r. A request no route matches gets a JSON 404, or a JSON
 // 405 with an Allow header when the path exists under another method.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeoutCause(r.Context(), s.timeout, errRequestTimeout)
+	defer cancel()
+	r = r.WithContext(ctx)
 	h, pattern := s.mux.Handler(r)
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 	if pattern != "" {
@@ -151,28 +164,52 @@ type errorBody struct {
 }
 
 // Error writes err as a JSON error response. It is the one place where
-// error codes become status codes: ENOTFOUND 404, EINVALID 400, ECONFLICT
-// 409, a body over the size limit 413, anything else 500 with the error
+// error codes become status codes: EINVALID 400, ENOTFOUND 404, ECONFLICT
+// 409, EPRECONDITION 412, EUNAVAILABLE 503 with Retry-After, a body over
+// the size limit 413, a body cut short 400, a request out of time 503 with
+// Retry-After, a request whose client left 499 (nobody reads it; only the
+// metrics and the debug log see it), anything else 500 with the error
 // logged and a generic message sent.
 func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: "request body is larger than " + byteCount(tooLarge.Limit)})
+	if tooLarge, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		rule := "must be at most " + byteCount(tooLarge.Limit)
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: "body: " + rule, Fields: []refresh.FieldError{{Field: "body", Rule: rule}}})
+		return
+	}
+	if _, ok := errors.AsType[*bodyError](err); ok {
+		s.log.Debug("request body cut short", "method", r.Method, "path", r.URL.Path, "err", err)
+		rule := "could not be read to its end"
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: "body: " + rule, Fields: []refresh.FieldError{{Field: "body", Rule: rule}}})
+		return
+	}
+	if ended(r.Context(), err) {
+		if context.Cause(r.Context()) == errRequestTimeout {
+			s.log.Warn("request timed out", "method", r.Method, "path", r.URL.Path, "timeout", s.timeout.String(), "err", err)
+			w.Header().Set("Retry-After", retryAfter)
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "request took longer than " + s.timeout.String() + "; try again"})
+			return
+		}
+		s.log.Debug("client closed request", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeJSON(w, statusClientClosed, errorBody{Error: "client closed request"})
 		return
 	}
 	body := errorBody{Error: refresh.ErrorMessage(err)}
-	var v *refresh.ValidationError
-	if errors.As(err, &v) {
+	if v, ok := errors.AsType[*refresh.ValidationError](err); ok {
 		body.Fields = v.Fields
 	}
 	code := http.StatusInternalServerError
 	switch refresh.ErrorCode(err) {
-	case refresh.ENOTFOUND:
-		code = http.StatusNotFound
 	case refresh.EINVALID:
 		code = http.StatusBadRequest
+	case refresh.ENOTFOUND:
+		code = http.StatusNotFound
 	case refresh.ECONFLICT:
 		code = http.StatusConflict
+	case refresh.EPRECONDITION:
+		code = http.StatusPreconditionFailed
+	case refresh.EUNAVAILABLE:
+		code = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", retryAfter)
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		body = errorBody{Error: "internal error"}
@@ -180,12 +217,29 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, code, body)
 }
 
-// writeJSON writes v as the JSON body of a response with status code.
+// retryAfter is the Retry-After of a 503: a second.
+const retryAfter = "1"
+
+// statusClientClosed is the status recorded for a request whose client
+// left before the answer (nginx's 499).
+const statusClientClosed = 499
+
+// ended reports whether err comes from the end of ctx, a request's
+// context: its client left, or it ran out of time.
+func ended(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// writeJSON writes v as the compact JSON body of a response with status
+// code. Nothing is indented and embedded JSON (payloads) is written as
+// stored, without whitespace, so a response is never larger than what it
+// shows by more than its fixed members; HTML characters are not escaped.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v) // the client went away; nothing to tell it
 }
 

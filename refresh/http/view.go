@@ -7,8 +7,9 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// Time is a time in JSON: RFC 3339 in UTC (fractional seconds only when
-// there are some), or null for the zero time.
+// Time is a time in JSON: RFC 3339 in UTC in whole seconds, the fraction
+// cut off (so a time shown is never later than the time kept), or null for
+// the zero time. Every time of the API is written so.
 type Time time.Time
 
 // MarshalJSON writes t, or null if t is zero.
@@ -16,7 +17,7 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	if time.Time(t).IsZero() {
 		return []byte("null"), nil
 	}
-	return json.Marshal(time.Time(t).UTC().Format(time.RFC3339Nano))
+	return json.Marshal(time.Time(t).UTC().Truncate(time.Second).Format(time.RFC3339))
 }
 
 // nullString is a string in JSON, null when empty.

@@ -1,0 +1,167 @@
+// Package http serves Freshen's JSON API over net/http. Until the API has
+// documents of its own, this comment is its reference.
+//
+// # Routes
+//
+//	PUT    /models/{id}             create or replace a whole model
+//	PATCH  /models/{id}             change part of a model (JSON merge patch)
+//	GET    /models/{id}             read a model, with its next planned runs
+//	DELETE /models/{id}             remove a model and its history: 204
+//	GET    /models                  list models, filtered, one page at a time
+//	GET    /models/{id}/attempts    a model's attempts, newest first
+//	POST   /models/{id}/{action}    trigger, enable, pause, resume or cancel
+//	GET    /healthz                 200 {"status": "ok"}, or 503 naming the failed checks
+//	GET    /metrics                 Prometheus metrics
+//
+// A path or method no route takes is a JSON 404, or 405 with an Allow
+// header.
+//
+// # Ids, queue names and other text
+//
+// A model id is 1 to 200 ASCII letters, digits or ._:@-, starting with a
+// letter or digit; a queue name is the same without ':' (it is part of the
+// queue's Redis keys, such as working:<queue>:<worker>, where a ':' would
+// be ambiguous). An id in a path, and the after= and queue= parameters of
+// the list, that break their rule are answered 400 naming "id", "after" or
+// "queue": a NUL, a byte that is not UTF-8, a slash (%2F) or a space never
+// reach the store. A request body must be UTF-8 ("body: must be UTF-8").
+//
+// # Queries
+//
+// Every route under /models refuses the query parameters it does not take,
+// and a parameter given twice, with a 400 naming them. A query that does not
+// parse (a ';' separator, a broken %-escape) or that has more than 32
+// parameters is a 400 naming "query", never a query silently ignored.
+//
+// # Models
+//
+// A model is shown as
+//
+//	{"id", "queue", "payload", "policy", "created_at", "refresh_at", "deadline_at",
+//	 "attempt_no", "attempt_uid", "started_at", "running", "consecutive_failures",
+//	 "failing_since", "last_success_at", "last_error": {"kind", "message", "at"},
+//	 "disabled", "disabled_at", "disabled_reason", "paused", "status_message"}
+//
+// with null for unset times and texts, and "policy" stating every default
+// (DESIGN.md sections 1 and 2). The routes that return one model add
+// "next_runs": up to 5 planned starts (none when disabled or when nothing is
+// planned; a paused model lists the runs it would make once resumed).
+//
+// Every time in the API — model fields, next_runs, last_error.at, attempts
+// — is RFC 3339 in UTC in whole seconds ("2026-03-02T05:30:00Z"): the
+// store keeps finer times, and the fraction is cut off, so a time shown is
+// never later than the time kept.
+//
+// # PUT /models/{id}
+//
+// The body is a JSON object {"queue", "payload", "policy", "trigger"}, each
+// member optional and null meaning left out, and "id", which must be the
+// path's if given. PUT replaces the whole definition of the model (queue,
+// payload, policy): a member left out takes its default — queue "default",
+// no payload, the default policy (on demand, DESIGN.md section 2) — whatever
+// the model had, so a PUT with only a payload turns a scheduled model into
+// an on-demand one in queue "default". To change part of a model, use
+// PATCH. A replaced model keeps its run state; when idle, enabled and not
+// in a retry round, its next run is planned again under the new schedule.
+// "trigger": true asks for a refresh now, on create and replace alike.
+// Answers: 201 with a Location header when created, 200 when replaced,
+// each with the model and its ETag.
+//
+// The payload is JSON of at most 64 KiB nested at most 32 arrays or
+// objects deep (refresh.Limits MaxPayloadBytes and MaxPayloadDepth;
+// "payload: nested deeper than 32 levels"). It is stored and handed to
+// workers as written; a \u0000 escape in it is allowed and kept. A NUL in
+// a policy string is refused. A schedule set by the request (on create, or
+// changed) must have an occurrence after the time of the request
+// ("policy.schedule: rule has no occurrence after <now>").
+//
+// # PATCH /models/{id}
+//
+// The body has the members of PUT's and is a JSON merge patch (RFC 7396)
+// over the definition {"queue", "payload", "policy"} as GET shows it: a
+// member left out is kept; null returns it to its default (queue
+// "default", no payload, the default policy) and, inside payload and
+// policy objects, removes a member (a policy member removed takes its
+// default); an object merges into the stored object member by member; any
+// other value replaces. "trigger": true is taken as in PUT. The merged
+// definition is checked exactly as a PUT of it, and nothing is written
+// when it breaks a rule. The stored policy states every default, so
+// switching the retry form needs the other one removed, e.g.
+// {"policy": {"retry": {"delays": null, "backoff": {"strategy": "fixed",
+// "base": "1m"}}}}. A PATCH never creates: an unknown model is a 404.
+// Answers 200 with the model and its ETag.
+//
+// # ETag and preconditions
+//
+// GET, PUT and PATCH answer an ETag header that identifies the model's
+// definition — its queue, payload and policy — and not its run state,
+// which changes at every run: triggering, pausing or running a model does
+// not change its ETag, and a PUT of the same definition gives the same
+// ETag. PUT and PATCH honour If-Match (a list of ETags, or *): when the
+// model's ETag is not among them, or the model does not exist (PUT), the
+// answer is 412 Precondition Failed with a JSON error and nothing is
+// written. The check is made in the transaction of the write, so two
+// clients that read the same ETag cannot both write. Weak tags (W/"...")
+// never match If-Match. On PUT, If-None-Match: * creates only: 412 if the
+// model exists (a list of ETags answers 412 when the model has one of
+// them). PATCH refuses If-None-Match. GET does not answer 304.
+//
+// # Actions
+//
+// POST /models/{id}/trigger, enable, pause, resume, cancel apply the
+// transitions of DESIGN.md section 3 and answer
+//
+//	{"model": {...}, "decision": {"event", "rule", "why"}, "changed": true}
+//
+// "changed" is false when the action changed nothing (enable on a model
+// that is not disabled, cancel on a disabled one, pause on a paused one,
+// resume on a running one...): the model is then answered unchanged, and
+// nothing is written or published. The body of an action, and of a
+// DELETE, is empty or {}; any member (such as a future "reason") is
+// refused by name for now.
+//
+// # GET /models
+//
+// Parameters: disabled, failing, running, paused (true or false), queue
+// (a queue name), after (the cursor: ids after it), limit (1 to 1000,
+// default 100). Models come in id order as {"models": [...], "next": ""};
+// "next", when not empty, is the after= of the next page. Listed models
+// have no next_runs.
+//
+// # GET /models/{id}/attempts
+//
+// Parameter: limit (1 to 1000, default 20). Answers {"attempts": [{"uid",
+// "attempt_no", "started_at", "deadline_at", "finished_at", "outcome",
+// "error_kind", "error_message", "decision", "delay"}]}, newest first;
+// outcome is null while the attempt runs.
+//
+// # Bounds
+//
+// A request body is at most 1 MiB (413 otherwise). Its members are read in
+// order; an unknown member, a member given twice or of the wrong type is
+// named in the error, and reading stops at the first refresh.Limits
+// MaxFieldErrors (default 20) broken rules: an error lists at most that
+// many. Responses are compact JSON (no indentation; payloads written as
+// stored, whitespace aside; HTML characters not escaped), so an answer is
+// as large as what it shows. A request ends when its client leaves, and
+// after WithRequestTimeout (default 30 s) at the latest: every store call
+// runs under the request's context.
+//
+// # Errors
+//
+// Every error is a JSON object {"error": "...", "fields": [{"field",
+// "rule"}]}, "fields" listing the broken rules of an input, each named by
+// its field, e.g. "policy.retry.backoff.multiplier: must be >= 1, got 0.5".
+// The refresh error codes map to status codes in one place, Server.Error:
+//
+//	400 Bad Request           an input breaks a rule (EINVALID), or its body was cut short
+//	404 Not Found             no such model (ENOTFOUND)
+//	409 Conflict              ECONFLICT
+//	412 Precondition Failed   If-Match or If-None-Match does not hold (EPRECONDITION)
+//	413 Content Too Large     a body over 1 MiB
+//	499                       the client left before the answer (recorded, not sent)
+//	503 Service Unavailable   the store cannot answer now (EUNAVAILABLE: a model locked
+//	                          too long, a database that does not answer in time), or the
+//	                          request ran out of time; with Retry-After: 1
+//	500 Internal Server Error anything else, logged; the answer says only "internal error"
+package http
