@@ -214,7 +214,7 @@ func TestWorkerDeadLettersGarbage(t *testing.T) {
 		require.Len(t, dead, 2)
 		var e deadLetter
 		require.NoError(t, json.Unmarshal([]byte(dead[0]), &e))
-		require.Equal(t, "job: missing attempt_uid", e.Reason)
+		require.Equal(t, "job: attempt_uid: missing", e.Reason)
 		require.Equal(t, `{"model_id":"m1"}`, e.Message)
 	})
 }
