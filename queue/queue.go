@@ -2,8 +2,11 @@
 // Redis, in the language-neutral wire format of WIRE.md.
 //
 // Redis is the scheduler's side: it implements refresh.Queue (push jobs,
-// publish lifecycle events) and refresh.Outcomes (receive workers' outcomes
-// reliably). Worker is the Go SDK for the workers' side.
+// publish lifecycle events, revoke attempts) and refresh.Outcomes (receive
+// workers' outcomes reliably); its Heartbeat loop keeps the consumer's lease.
+// Worker is the Go SDK for the workers' side. NewClient connects to a single
+// server, a Sentinel-watched primary or a Cluster, and SetRedisLogger routes
+// go-redis' own log lines through slog.
 package queue
 
 import (
@@ -444,17 +447,26 @@ func (r *Redis) maybeRecover(ctx context.Context, now time.Time) {
 // runs behind still sees it.
 const revokedTTL = time.Minute
 
-// Revoke marks each attempt as over: the key P:revoked:<uid> holds the
-// reason until a minute after the attempt's deadline.
+// Revoke marks each attempt as over, in one pipeline: the key
+// P:revoked:<uid> holds the reason ("revoked" if empty) until a minute after
+// the attempt's deadline (a minute from now if that has passed). Workers
+// drop such a job unrun and stop it while it runs.
 func (r *Redis) Revoke(ctx context.Context, revoked []refresh.Revocation) error {
-	if len(revoked) == 0 {
-		return nil
-	}
 	now := r.clock.Now()
 	pipe := r.client.Pipeline()
 	for _, rv := range revoked {
+		if rv.AttemptUID == "" {
+			continue
+		}
+		reason := rv.Reason
+		if reason == "" {
+			reason = "revoked"
+		}
 		ttl := max(rv.DeadlineAt.Sub(now), 0) + revokedTTL
-		pipe.Set(ctx, r.keys.revokedKey(rv.AttemptUID), rv.Reason, ttl)
+		pipe.Set(ctx, r.keys.revokedKey(rv.AttemptUID), reason, ttl)
+	}
+	if pipe.Len() == 0 {
+		return nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("revoke %d attempts: %w", len(revoked), err)

@@ -505,3 +505,36 @@ func TestPushOrder(t *testing.T) {
 		require.EqualValues(t, len(jobs), r.Stats().Pushed)
 	})
 }
+
+func TestRevoke(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+		require.NoError(t, r.Revoke(ctx, nil))
+		require.NoError(t, r.Revoke(ctx, []refresh.Revocation{
+			{ModelID: "m1", AttemptUID: "u1", Reason: refresh.RevokedSuperseded, DeadlineAt: t0.Add(time.Hour)},
+			{ModelID: "m2", AttemptUID: "u2", Reason: refresh.RevokedDeleted, DeadlineAt: t0.Add(-time.Hour)},
+			{ModelID: "m3", AttemptUID: "u3", DeadlineAt: t0.Add(time.Minute)},
+			{ModelID: "m4"},
+		}))
+		for uid, want := range map[string]struct {
+			reason string
+			ttl    time.Duration
+		}{
+			"u1": {"superseded", time.Hour + time.Minute},
+			"u2": {"deleted", time.Minute},
+			"u3": {"revoked", 2 * time.Minute},
+		} {
+			v, err := b.client.Get(ctx, b.keys.revokedKey(uid)).Result()
+			require.NoError(t, err)
+			require.Equal(t, want.reason, v)
+			ttl, err := b.client.PTTL(ctx, b.keys.revokedKey(uid)).Result()
+			require.NoError(t, err)
+			require.InDelta(t, want.ttl.Seconds(), ttl.Seconds(), 5, uid)
+		}
+		n, err := b.client.Exists(ctx, b.keys.revokedKey("")).Result()
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+}

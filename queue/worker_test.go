@@ -237,16 +237,34 @@ func TestWorkerDropsExpiredJob(t *testing.T) {
 func TestWorkerDeadLettersGarbage(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
-		wb := startWorker(t, b, WorkerOptions{}, func(ctx context.Context, job Job) error { return nil })
-		b.lpush(t, b.keys.jobsKey(testQueue), "not json", `{"model_id":"m1"}`)
+		ran := make(chan string, 10)
+		wb := startWorker(t, b, WorkerOptions{}, func(ctx context.Context, job Job) error {
+			ran <- job.ModelID
+			return nil
+		})
+		garbage := []struct{ msg, reason string }{
+			{"not json", "job: invalid json: invalid character 'o' in literal null (expecting 'u')"},
+			{`{"model_id":"m1"}`, "job: attempt_uid: missing"},
+			{`{"model_id":"a\u0000b","attempt_uid":"x"}`, `job: model_id: must not contain NUL (\u0000)`},
+			{`{"model_id":"m1","attempt_uid":"x","attempt_uid":"y"}`, "job: attempt_uid: duplicate field"},
+			{`{"model_id":"m1","attempt_uid":"x","deadline_at":"soon"}`, `job: deadline_at: must be an RFC 3339 time, got "soon"`},
+		}
+		for _, g := range garbage {
+			b.lpush(t, b.keys.jobsKey(testQueue), g.msg)
+		}
 		wb.push(t, wb.job("m2"))
 		require.Len(t, wb.receive(t, 1), 1)
+		require.Equal(t, "m2", <-ran)
+		require.Empty(t, ran)
 		dead := b.lrange(t, b.keys.deadKey())
-		require.Len(t, dead, 2)
-		var e deadLetter
-		require.NoError(t, json.Unmarshal([]byte(dead[0]), &e))
-		require.Equal(t, "job: attempt_uid: missing", e.Reason)
-		require.Equal(t, `{"model_id":"m1"}`, e.Message)
+		require.Len(t, dead, len(garbage))
+		for i, g := range garbage {
+			e := readDead(t, dead[len(dead)-1-i])
+			require.Equal(t, g.reason, e.Reason)
+			require.Equal(t, g.msg, e.Message)
+		}
+		require.EqualValues(t, len(garbage), wb.worker.Stats().DeadLettered)
+		require.Empty(t, b.lrange(t, b.keys.workingKey(testQueue, wb.worker.ID())))
 	})
 }
 
