@@ -22,9 +22,12 @@ const (
 // Error().
 type JobError struct {
 	// Kind classifies the failure (e.g. "validation", "http_503"); empty
-	// means "error".
+	// means "error", and so does a kind the wire format refuses (longer
+	// than Limits.MaxKindBytes, invalid UTF-8, a NUL character).
 	Kind string
-	// Message is the error text; if empty, Err's.
+	// Message is the error text; if empty, Err's. Invalid UTF-8 and NUL
+	// are replaced with U+FFFD, and a text over Limits.MaxMessageBytes is
+	// cut, as is UserMessage.
 	Message string
 	// Permanent marks the failure as not retryable (retryable: false on the
 	// wire). The zero value is retryable.

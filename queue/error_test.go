@@ -39,7 +39,7 @@ func TestOutcomeOf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.ModelID, tc.want.AttemptUID = "m1", "u1"
-			require.Equal(t, tc.want, outcomeOf(job, tc.err))
+			require.Equal(t, tc.want, outcomeOf(job, tc.err, DefaultLimits()))
 		})
 	}
 }

@@ -18,6 +18,7 @@ func TestKeys(t *testing.T) {
 	require.Equal(t, "freshen:{freshen}:processing:s1", k.processingKey("s1"))
 	require.Equal(t, "freshen:{freshen}:consumers", k.consumersKey())
 	require.Equal(t, "freshen:{freshen}:dead", k.deadKey())
+	require.Equal(t, "freshen:{freshen}:revoked:u1", k.revokedKey("u1"))
 	require.Equal(t, "freshen:{freshen}:events", k.eventsKey())
 
 	// Every key of a prefix carries the same hash tag, so they share a
@@ -25,7 +26,7 @@ func TestKeys(t *testing.T) {
 	k = newKeys("acme")
 	for _, key := range []string{
 		k.jobsKey("q"), k.workingKey("q", "w"), k.workersKey("q"), k.outcomesKey(),
-		k.processingKey("c"), k.consumersKey(), k.deadKey(), k.eventsKey(),
+		k.processingKey("c"), k.consumersKey(), k.deadKey(), k.revokedKey("u"), k.eventsKey(),
 	} {
 		require.True(t, strings.HasPrefix(key, "acme:{acme}:"), key)
 	}

@@ -2,8 +2,11 @@
 // Redis, in the language-neutral wire format of WIRE.md.
 //
 // Redis is the scheduler's side: it implements refresh.Queue (push jobs,
-// publish lifecycle events) and refresh.Outcomes (receive workers' outcomes
-// reliably). Worker is the Go SDK for the workers' side.
+// publish lifecycle events, revoke attempts) and refresh.Outcomes (receive
+// workers' outcomes reliably); its Heartbeat loop keeps the consumer's lease.
+// Worker is the Go SDK for the workers' side. NewClient connects to a single
+// server, a Sentinel-watched primary or a Cluster, and SetRedisLogger routes
+// go-redis' own log lines through slog.
 package queue
 
 import (
@@ -29,7 +32,8 @@ var (
 // Defaults of Options.
 const (
 	DefaultEventsMaxLen    = 100000
-	DefaultConsumerTimeout = time.Minute
+	DefaultConsumerTimeout = 5 * time.Second
+	DefaultHeartbeat       = time.Second
 )
 
 // Options configures a Redis.
@@ -45,23 +49,31 @@ type Options struct {
 	// EventsMaxLen bounds the events stream (approximately, MAXLEN ~;
 	// default 100000).
 	EventsMaxLen int64
-	// ConsumerTimeout is how long a consumer may go without receiving or
-	// acknowledging before another one takes its unacknowledged outcomes
-	// back (default 1m). It must be well above the block of Receive plus
-	// the time a batch takes to apply; a live consumer taken for dead only
-	// causes duplicates, which attempt uid fencing makes harmless.
+	// ConsumerTimeout is the consumer's lease: how long it may go unseen
+	// before another consumer gives its unacknowledged outcomes back to the
+	// outcomes list (default 5s). Heartbeat renews it; without Heartbeat
+	// running, only Receive and Ack do, and a pass longer than the lease
+	// lets another consumer take its outcomes back, which only causes
+	// duplicates (attempt uid fencing makes them harmless). Clocks of the
+	// hosts must agree to well within it.
 	ConsumerTimeout time.Duration
-	// Clock gives the time of heartbeats and dead letters (default
-	// refresh.SystemClock).
+	// Heartbeat is how often Heartbeat renews the lease (default 1s, or
+	// ConsumerTimeout/5 if that is shorter); at most ConsumerTimeout/2.
+	Heartbeat time.Duration
+	// Limits bound the outcomes received (default DefaultLimits()).
+	Limits Limits
+	// Clock gives the time of heartbeats, arrivals and dead letters
+	// (default refresh.SystemClock).
 	Clock refresh.Clock
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
 
 // Redis is the scheduler's side of the wire format: it pushes jobs,
-// publishes lifecycle events and receives outcomes. Push and Publish may be
-// called concurrently; Receive and Ack must be called from one goroutine at
-// a time, as refresh.Consumer does.
+// publishes lifecycle events and receives outcomes. Push, Publish, Revoke,
+// Recover and Heartbeat may be called concurrently with anything; Receive,
+// Ack and DeadLetter must be called from one goroutine at a time, as
+// refresh.Consumer does.
 type Redis struct {
 	client redis.UniversalClient
 	opt    Options
@@ -70,16 +82,22 @@ type Redis struct {
 	log    *slog.Logger
 
 	// Receive state.
-	dirty       bool      // the processing list may hold outcomes the caller never got
-	nextRecover time.Time // when Receive next looks for dead consumers
-	unacked     int64
+	// delivered are the messages Receive returned and Ack has not yet
+	// acknowledged: what the processing list holds unless dirty.
+	delivered []string
+	// dirty is set when the processing list may hold messages the caller
+	// never got (a move whose reply was lost).
+	dirty bool
+	// nextRecover is when Receive or Heartbeat next looks for dead
+	// consumers (Unix nanoseconds on the clock).
+	nextRecover atomic.Int64
 
 	stats struct {
-		pushed, published, received, acked, dead, recovered atomic.Int64
+		pushed, published, received, acked, dead, recovered, truncated atomic.Int64
 	}
 }
 
-// New returns a Redis on client, or an error naming a missing option.
+// New returns a Redis on client, or an error naming an invalid option.
 func New(client redis.UniversalClient, opt Options) (*Redis, error) {
 	if client == nil {
 		return nil, errors.New("queue: client: must not be nil")
@@ -93,8 +111,22 @@ func New(client redis.UniversalClient, opt Options) (*Redis, error) {
 	if opt.EventsMaxLen <= 0 {
 		opt.EventsMaxLen = DefaultEventsMaxLen
 	}
-	if opt.ConsumerTimeout <= 0 {
+	if opt.ConsumerTimeout < 0 {
+		return nil, fmt.Errorf("queue: consumer timeout: must be > 0, got %s", opt.ConsumerTimeout)
+	}
+	if opt.ConsumerTimeout == 0 {
 		opt.ConsumerTimeout = DefaultConsumerTimeout
+	}
+	if opt.Heartbeat == 0 {
+		opt.Heartbeat = min(DefaultHeartbeat, opt.ConsumerTimeout/5)
+	}
+	if opt.Heartbeat <= 0 || opt.Heartbeat > opt.ConsumerTimeout/2 {
+		return nil, fmt.Errorf("queue: heartbeat: must be > 0 and at most half the consumer timeout (%s), got %s",
+			opt.ConsumerTimeout, opt.Heartbeat)
+	}
+	var err error
+	if opt.Limits, err = opt.Limits.orDefault(); err != nil {
+		return nil, err
 	}
 	if opt.Clock == nil {
 		opt.Clock = refresh.SystemClock{}
@@ -186,166 +218,255 @@ func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 }
 
 // Receive moves up to max outcomes, oldest first, from the outcomes list to
-// this consumer's processing list and returns them. If none is there and
-// block > 0, it waits up to block for one (Redis counts whole seconds from
-// one second up, milliseconds below). Messages that cannot be decoded are
-// dead-lettered and counted, not returned.
+// this consumer's processing list and returns them, stamped with their
+// arrival time. If none is there and block > 0, it waits up to block for
+// one (Redis counts whole seconds from one second up, milliseconds below)
+// and may still return none if another consumer was quicker. Messages that
+// cannot be decoded are dead-lettered and counted, not returned.
 //
 // The first Receive first gives back the outcomes a previous life of this
-// consumer left unacknowledged; every ConsumerTimeout/2 Receive gives back
-// those of consumers not seen for ConsumerTimeout. After an error, the next
-// Receive gives back this consumer's processing list too, so an outcome is
-// never lost, at worst delivered twice.
+// consumer left unacknowledged; every ConsumerTimeout/2 Receive (or
+// Heartbeat) gives back those of consumers not seen for ConsumerTimeout.
+// After an error, the next Receive gives back whatever the processing list
+// holds that was never returned, so an outcome is never lost, at worst
+// delivered twice.
 func (r *Redis) Receive(ctx context.Context, max int, block time.Duration) ([]refresh.Outcome, error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	now := r.clock.Now()
 	if r.dirty {
-		n, err := requeue(ctx, r.client, r.keys.processingKey(r.opt.Consumer), r.keys.outcomesKey(),
-			r.keys.consumersKey(), r.opt.Consumer, time.Time{})
-		if err != nil {
+		if err := r.settle(ctx, r.delivered, nil, now); err != nil {
 			return nil, fmt.Errorf("recover own outcomes: %w", err)
 		}
-		if n > 0 {
-			r.stats.recovered.Add(int64(n))
-			r.log.Info("recovered unacknowledged outcomes", "count", n)
-		}
-		r.dirty = false
-		r.unacked = 0
 	}
-	if !now.Before(r.nextRecover) {
-		if _, err := r.Recover(ctx); err != nil {
-			r.log.Error("recover outcomes of dead consumers", "err", err)
-		}
-		r.nextRecover = now.Add(r.opt.ConsumerTimeout / 2)
-	}
+	r.maybeRecover(ctx, now)
 	raws, err := r.move(ctx, max, now)
 	if err != nil {
 		return nil, err
 	}
 	if len(raws) == 0 && block > 0 {
-		raw, err := blmove(ctx, r.client, r.keys.outcomesKey(), r.keys.processingKey(r.opt.Consumer), block)
+		// Wait without taking: a message moved by a reply that never
+		// reaches us would sit in a list nobody may be watching. The
+		// rotation leaves the list as it was; the move below takes.
+		outcomes := r.keys.outcomesKey()
+		_, err := blmove(ctx, r.client, outcomes, outcomes, "RIGHT", block)
 		if errors.Is(err, redis.Nil) {
 			return nil, nil
 		}
 		if err != nil {
-			r.dirty = true // the move may have happened without our hearing of it
 			return nil, fmt.Errorf("wait for outcomes: %w", err)
 		}
-		more, err := r.move(ctx, max-1, r.clock.Now())
-		if err != nil {
+		if raws, err = r.move(ctx, max, r.clock.Now()); err != nil {
 			return nil, err
 		}
-		raws = append([]string{raw}, more...)
 	}
 	return r.decode(ctx, raws, r.clock.Now()), nil
 }
 
-// move moves up to max outcomes to the processing list and refreshes the
-// heartbeat. It is atomic: on error, nothing moved.
+// move moves up to max outcomes to the processing list and renews the
+// lease. It is atomic: on error, nothing moved, or everything did and the
+// reply was lost, which marks the processing list dirty.
 func (r *Redis) move(ctx context.Context, max int, now time.Time) ([]string, error) {
 	raws, err := move(ctx, r.client, r.keys.outcomesKey(), r.keys.processingKey(r.opt.Consumer),
 		r.keys.consumersKey(), r.opt.Consumer, max, now)
 	if err != nil {
-		r.dirty = true // a reply lost on the way may hide a move
+		r.dirty = true
 		return nil, fmt.Errorf("receive outcomes: %w", err)
 	}
 	return raws, nil
+}
+
+// settle makes the processing list hold exactly the messages of keep that
+// it still holds: it drops those of drop and gives back to the outcomes
+// list any other, a message never delivered. It renews the lease and makes
+// keep the delivered messages.
+func (r *Redis) settle(ctx context.Context, keep, drop []string, now time.Time) error {
+	args := make([]any, 0, 3+len(keep)+len(drop))
+	args = append(args, now.UnixMilli(), r.opt.Consumer, len(keep))
+	for _, raw := range keep {
+		args = append(args, raw)
+	}
+	for _, raw := range drop {
+		args = append(args, raw)
+	}
+	res, err := settleScript.Run(ctx, r.client,
+		[]string{r.keys.processingKey(r.opt.Consumer), r.keys.outcomesKey(), r.keys.consumersKey()}, args...).Int64Slice()
+	if err != nil {
+		return err
+	}
+	acked, back := res[0], res[2]
+	r.stats.acked.Add(acked)
+	if back > 0 {
+		r.stats.recovered.Add(back)
+		r.log.Info("gave back unacknowledged outcomes", "count", back)
+	}
+	r.delivered = append(r.delivered[:0:0], keep...)
+	r.dirty = false
+	return nil
 }
 
 // decode decodes raws, which arrived at at, and dead-letters those that are
 // not valid outcomes.
 func (r *Redis) decode(ctx context.Context, raws []string, arrived time.Time) []refresh.Outcome {
 	outs := make([]refresh.Outcome, 0, len(raws))
-	var pipe redis.Pipeliner
-	at := r.clock.Now().UTC()
-	dead := 0
+	var dead []any
+	at := arrived.UTC()
 	for _, raw := range raws {
-		o, reason := decodeOutcome(raw)
+		o, truncated, reason := decodeOutcome(raw, r.opt.Limits)
 		if reason == "" {
+			if truncated {
+				r.stats.truncated.Add(1)
+			}
 			o.ArrivedAt, o.Raw = arrived, raw
 			outs = append(outs, o)
+			r.delivered = append(r.delivered, raw)
 			continue
 		}
-		if pipe == nil {
-			pipe = r.client.TxPipeline()
-		}
-		b, _ := json.Marshal(deadLetter{Reason: reason, Message: raw, At: at})
-		pipe.LPush(ctx, r.keys.deadKey(), b)
-		pipe.LRem(ctx, r.keys.processingKey(r.opt.Consumer), 1, raw)
-		r.log.Warn("dead-lettered outcome", "reason", reason, "message", truncate(raw, 200))
-		dead++
+		dead = append(dead, raw, deadEntry(reason, raw, at, r.opt.Limits))
+		r.log.Warn("dead-lettered outcome", "reason", reason, "message", truncateText(raw, 200))
 	}
-	if pipe != nil {
-		if _, err := pipe.Exec(ctx); err != nil {
-			// They stay in the processing list: the next Receive gives them
-			// back and tries again, unless Ack drops them first (they were
-			// logged above).
+	if len(dead) > 0 {
+		n, err := setAside(ctx, r.client, r.keys.processingKey(r.opt.Consumer), r.keys.deadKey(), dead)
+		if err != nil {
+			// They stay in the processing list: the next Receive gives
+			// them back and they are dead-lettered again.
 			r.dirty = true
-			r.log.Error("dead-letter outcomes", "count", dead, "err", err)
-		} else {
-			r.stats.dead.Add(int64(dead))
+			r.log.Error("dead-letter outcomes", "count", len(dead)/2, "err", err)
 		}
+		r.stats.dead.Add(int64(n))
 	}
 	r.stats.received.Add(int64(len(outs)))
-	r.unacked += int64(len(outs))
 	return outs
 }
 
-// Ack drops everything this consumer has received, its processing list,
-// but the outcomes in keep, which stay in it.
+// Ack acknowledges every outcome Receive returned but those in keep, which
+// stay in the processing list (in their order) until a later Ack leaves
+// them out. It renews the lease. An outcome another consumer took back
+// while this one was taken for dead is acknowledged by that one, not here,
+// and is not put back in keep.
 func (r *Redis) Ack(ctx context.Context, keep []refresh.Outcome) error {
-	pipe := r.client.Pipeline()
-	if len(keep) == 0 {
-		pipe.Del(ctx, r.keys.processingKey(r.opt.Consumer))
-	} else {
-		raws := make([]any, len(keep))
-		for i, o := range keep {
-			raws[i] = o.Raw
+	now := r.clock.Now()
+	if !r.dirty {
+		args := make([]any, 0, 3+len(keep))
+		args = append(args, len(r.delivered), now.UnixMilli(), r.opt.Consumer)
+		for _, o := range keep {
+			args = append(args, o.Raw)
 		}
-		ackScript.Run(ctx, pipe, []string{r.keys.processingKey(r.opt.Consumer)}, raws...)
+		n, err := ackScript.Run(ctx, r.client,
+			[]string{r.keys.processingKey(r.opt.Consumer), r.keys.consumersKey()}, args...).Int64()
+		if err != nil {
+			return fmt.Errorf("ack outcomes: %w", err)
+		}
+		if n >= 0 {
+			r.stats.acked.Add(n)
+			r.delivered = r.delivered[:0]
+			for _, o := range keep {
+				r.delivered = append(r.delivered, o.Raw)
+			}
+			return nil
+		}
+		// The list is not what was delivered: another consumer took it
+		// back while this one was taken for dead.
+		r.log.Warn("processing list was taken back: acknowledging what is left")
 	}
-	pipe.ZAdd(ctx, r.keys.consumersKey(), redis.Z{Score: float64(r.clock.Now().UnixMilli()), Member: r.opt.Consumer})
-	if _, err := pipe.Exec(ctx); err != nil {
+	kept := make(map[string]int, len(keep))
+	raws := make([]string, len(keep))
+	for i, o := range keep {
+		kept[o.Raw]++
+		raws[i] = o.Raw
+	}
+	var drop []string
+	for _, raw := range r.delivered {
+		if kept[raw] > 0 {
+			kept[raw]--
+			continue
+		}
+		drop = append(drop, raw)
+	}
+	if err := r.settle(ctx, raws, drop, now); err != nil {
 		return fmt.Errorf("ack outcomes: %w", err)
 	}
-	r.stats.acked.Add(r.unacked - int64(len(keep)))
-	r.unacked = int64(len(keep))
-	r.dirty = false
 	return nil
 }
 
 // DeadLetter moves o, which Receive returned, from the processing list to
-// the dead-letter list with reason.
+// the dead-letter list with reason. If another consumer took o back
+// meanwhile, it is left to that one.
 func (r *Redis) DeadLetter(ctx context.Context, o refresh.Outcome, reason string) error {
-	b, _ := json.Marshal(deadLetter{Reason: reason, Message: o.Raw, At: r.clock.Now().UTC()})
-	pipe := r.client.TxPipeline()
-	pipe.LPush(ctx, r.keys.deadKey(), b)
-	pipe.LRem(ctx, r.keys.processingKey(r.opt.Consumer), 1, o.Raw)
-	if _, err := pipe.Exec(ctx); err != nil {
+	entry := deadEntry(reason, o.Raw, r.clock.Now().UTC(), r.opt.Limits)
+	n, err := setAside(ctx, r.client, r.keys.processingKey(r.opt.Consumer), r.keys.deadKey(), []any{o.Raw, entry})
+	if err != nil {
 		return fmt.Errorf("dead-letter outcome: %w", err)
 	}
-	r.stats.dead.Add(1)
-	r.unacked--
+	r.stats.dead.Add(int64(n))
+	for i, raw := range r.delivered {
+		if raw == o.Raw {
+			r.delivered = append(r.delivered[:i], r.delivered[i+1:]...)
+			break
+		}
+	}
 	return nil
+}
+
+// Heartbeat renews this consumer's lease every Options.Heartbeat and, about
+// every ConsumerTimeout/2, gives back the outcomes of consumers not seen
+// for ConsumerTimeout, until ctx ends; it then returns nil. Errors are
+// logged and the next beat tries again. Run it beside the outcome loop
+// (e.g. go q.Heartbeat(ctx)): the lease then lasts however long a pass
+// takes. It may run concurrently with Receive and Ack.
+func (r *Redis) Heartbeat(ctx context.Context) error {
+	for {
+		now := r.clock.Now()
+		err := r.client.ZAdd(ctx, r.keys.consumersKey(), redis.Z{Score: float64(now.UnixMilli()), Member: r.opt.Consumer}).Err()
+		if err != nil && ctx.Err() == nil {
+			r.log.Error("consumer heartbeat", "err", err)
+		}
+		r.maybeRecover(ctx, now)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.clock.After(r.opt.Heartbeat):
+		}
+	}
+}
+
+// maybeRecover runs Recover if it is due at now, in whichever of Receive
+// and Heartbeat gets there first.
+func (r *Redis) maybeRecover(ctx context.Context, now time.Time) {
+	next := r.nextRecover.Load()
+	if now.UnixNano() < next || !r.nextRecover.CompareAndSwap(next, now.Add(r.opt.ConsumerTimeout/2).UnixNano()) {
+		return
+	}
+	if _, err := r.Recover(ctx); err != nil && ctx.Err() == nil {
+		r.log.Error("recover outcomes of dead consumers", "err", err)
+	}
 }
 
 // revokedTTL is the least time a revocation is kept, so a worker whose clock
 // runs behind still sees it.
 const revokedTTL = time.Minute
 
-// Revoke marks each attempt as over: the key P:revoked:<uid> holds the
-// reason until a minute after the attempt's deadline.
+// Revoke marks each attempt as over, in one pipeline: the key
+// P:revoked:<uid> holds the reason ("revoked" if empty) until a minute after
+// the attempt's deadline (a minute from now if that has passed). Workers
+// drop such a job unrun and stop it while it runs.
 func (r *Redis) Revoke(ctx context.Context, revoked []refresh.Revocation) error {
-	if len(revoked) == 0 {
-		return nil
-	}
 	now := r.clock.Now()
 	pipe := r.client.Pipeline()
 	for _, rv := range revoked {
+		if rv.AttemptUID == "" {
+			continue
+		}
+		reason := rv.Reason
+		if reason == "" {
+			reason = "revoked"
+		}
 		ttl := max(rv.DeadlineAt.Sub(now), 0) + revokedTTL
-		pipe.Set(ctx, r.keys.revokedKey(rv.AttemptUID), rv.Reason, ttl)
+		pipe.Set(ctx, r.keys.revokedKey(rv.AttemptUID), reason, ttl)
+	}
+	if pipe.Len() == 0 {
+		return nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("revoke %d attempts: %w", len(revoked), err)
@@ -373,8 +494,9 @@ type Stats struct {
 	Published    int64 // event stream entries added
 	Received     int64 // outcomes returned by Receive
 	Acked        int64 // outcomes acknowledged
-	DeadLettered int64 // messages set aside as undecodable
-	Recovered    int64 // outcomes given back by recovery
+	DeadLettered int64 // messages set aside as undecodable or refused
+	Recovered    int64 // outcomes given back to the outcomes list
+	Truncated    int64 // outcomes whose message or user_message was cut
 }
 
 // Stats returns the counters.
@@ -386,6 +508,7 @@ func (r *Redis) Stats() Stats {
 		Acked:        r.stats.acked.Load(),
 		DeadLettered: r.stats.dead.Load(),
 		Recovered:    r.stats.recovered.Load(),
+		Truncated:    r.stats.truncated.Load(),
 	}
 }
 
@@ -406,8 +529,9 @@ func (r *Redis) Collectors() []prometheus.Collector {
 		counter("events_published_total", "Entries added to the lifecycle events stream.", &r.stats.published),
 		counter("outcomes_received_total", "Outcomes received from workers.", &r.stats.received),
 		counter("outcomes_acked_total", "Outcomes acknowledged.", &r.stats.acked),
-		counter("outcomes_dead_lettered_total", "Outcome messages set aside because they could not be decoded.", &r.stats.dead),
+		counter("outcomes_dead_lettered_total", "Outcome messages set aside because they could not be decoded or stored.", &r.stats.dead),
 		counter("outcomes_recovered_total", "Unacknowledged outcomes given back for redelivery.", &r.stats.recovered),
+		counter("outcomes_truncated_total", "Outcomes whose message or user_message was cut to its limit.", &r.stats.truncated),
 	}
 }
 
@@ -418,30 +542,12 @@ type deadLetter struct {
 	At      time.Time `json:"at"`
 }
 
-// decodeOutcome decodes raw, or says why it is not a valid outcome.
-func decodeOutcome(raw string) (refresh.Outcome, string) {
-	var o refresh.Outcome
-	if err := json.Unmarshal([]byte(raw), &o); err != nil {
-		return o, "invalid json: " + err.Error()
+// deadEntry is the dead-letter entry of raw, set aside at at for reason. A
+// message over the size limit keeps only its beginning.
+func deadEntry(reason, raw string, at time.Time, lim Limits) string {
+	if len(raw) > lim.MaxBytes {
+		raw = truncateText(raw, lim.MaxMessageBytes)
 	}
-	switch {
-	case o.ModelID == "":
-		return o, "missing model_id"
-	case o.AttemptUID == "":
-		return o, "missing attempt_uid"
-	case o.Type == "":
-		return o, "missing outcome"
-	}
-	switch o.Type {
-	case refresh.OutcomeSuccess, refresh.OutcomeFailure, refresh.OutcomeStatus:
-		return o, ""
-	}
-	return o, fmt.Sprintf("unknown outcome %q", o.Type)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
+	b, _ := json.Marshal(deadLetter{Reason: reason, Message: raw, At: at})
+	return string(b)
 }

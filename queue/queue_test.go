@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,6 +143,9 @@ func TestReceiveBlocks(t *testing.T) {
 	})
 }
 
+// Every outcome the database could not store, or that breaks the wire
+// format, is set aside with a reason naming the field; the good ones around
+// it are received.
 func TestReceiveDeadLetters(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
@@ -149,16 +153,33 @@ func TestReceiveDeadLetters(t *testing.T) {
 		clock := refresh.NewVirtualClock(t0)
 		r := b.newRedis(t, "s1", clock)
 		good := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
-		msgs := []string{
-			"not json",
-			`{"model_id":"m1","outcome":"success"}`,
-			`{"attempt_uid":"u1","outcome":"success"}`,
-			`{"model_id":"m1","attempt_uid":"u1","outcome":"done"}`,
-			`{"model_id":"m1","attempt_uid":"u1"}`,
-			`{"model_id":"m1","attempt_uid":"u1","outcome":"failure","retryable":"no"}`,
-			outcomeJSON(t, good),
+		cases := []struct{ msg, reason string }{
+			{"not json", "invalid json: invalid character 'o' in literal null (expecting 'u')"},
+			{`["m1"]`, "must be a JSON object, got an array"},
+			{`{"model_id":"m1","outcome":"success"}`, "attempt_uid: missing"},
+			{`{"attempt_uid":"u1","outcome":"success"}`, "model_id: missing"},
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"done"}`, `outcome: must be success, failure or status, got "done"`},
+			{`{"model_id":"m1","attempt_uid":"u1"}`, "outcome: missing"},
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"failure","retryable":"no"}`, `retryable: must be true or false, got "no"`},
+			{`{"model_id":7,"attempt_uid":"u1","outcome":"success"}`, "model_id: must be a string, got 7"},
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"status","message":{"text":"50%"}}`, `message: must be a string, got {"text":"50%"}`},
+			// What PostgreSQL refuses: NUL and invalid UTF-8, in any field.
+			{`{"model_id":"a\u0000b","attempt_uid":"x","outcome":"success"}`, `model_id: must not contain NUL (\u0000)`},
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"status","message":"50\u0000%"}`, `message: must not contain NUL (\u0000)`},
+			{"{\"model_id\":\"m1\",\"attempt_uid\":\"u1\",\"outcome\":\"failure\",\"kind\":\"x\xff\"}", "kind: must be valid UTF-8"},
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"failure","user_message":"\ud800!"}`, `user_message: must be valid UTF-8 (lone surrogate \ud800)`},
+			// Duplicated names, which decoders in other languages read
+			// differently.
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"success","attempt_uid":"u2"}`, "attempt_uid: duplicate field"},
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"success","x":1,"x":2}`, "x: duplicate field"},
+			// Over the limits.
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"failure","kind":"` + strings.Repeat("k", 65) + `"}`, "kind: must be at most 64 bytes, got 65"},
+			{`{"model_id":"` + strings.Repeat("m", 201) + `","attempt_uid":"u1","outcome":"success"}`, "model_id: must be at most 200 bytes, got 201"},
 		}
-		b.lpush(t, b.keys.outcomesKey(), msgs...)
+		for _, c := range cases {
+			b.lpush(t, b.keys.outcomesKey(), c.msg)
+		}
+		b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, good))
 
 		got, err := r.Receive(ctx, 100, 0)
 		require.NoError(t, err)
@@ -166,26 +187,55 @@ func TestReceiveDeadLetters(t *testing.T) {
 		require.Equal(t, []string{outcomeJSON(t, good)}, b.lrange(t, b.keys.processingKey("s1")))
 
 		dead := b.lrange(t, b.keys.deadKey())
-		require.Len(t, dead, 6)
-		reasons := map[string]string{}
-		for _, d := range dead {
-			var e struct {
-				Reason  string    `json:"reason"`
-				Message string    `json:"message"`
-				At      time.Time `json:"at"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(d), &e))
+		require.Len(t, dead, len(cases))
+		for i, c := range cases {
+			e := readDead(t, dead[len(dead)-1-i])
 			require.Equal(t, t0, e.At)
-			reasons[e.Message] = e.Reason
+			require.Equal(t, c.reason, e.Reason, c.msg)
+			require.Equal(t, strings.ToValidUTF8(c.msg, "\uFFFD"), e.Message)
 		}
-		require.Contains(t, reasons["not json"], "invalid json: ")
-		require.Equal(t, "missing attempt_uid", reasons[msgs[1]])
-		require.Equal(t, "missing model_id", reasons[msgs[2]])
-		require.Equal(t, `unknown outcome "done"`, reasons[msgs[3]])
-		require.Equal(t, "missing outcome", reasons[msgs[4]])
-		require.Contains(t, reasons[msgs[5]], "invalid json: ")
-		require.EqualValues(t, 6, r.Stats().DeadLettered)
+		require.EqualValues(t, len(cases), r.Stats().DeadLettered)
 		require.EqualValues(t, 1, r.Stats().Received)
+	})
+}
+
+// readDead decodes a dead-letter entry.
+func readDead(t *testing.T, raw string) deadLetter {
+	t.Helper()
+	var e deadLetter
+	require.NoError(t, json.Unmarshal([]byte(raw), &e))
+	return e
+}
+
+// A worker's long texts are cut on a character boundary with a marker; a
+// message over the size limit is set aside undecoded, its beginning kept.
+func TestReceiveLimits(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+		long := strings.Repeat("é", 5000) // 10,000 bytes
+		o := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeFailure, Kind: "x",
+			Message: long, UserMessage: "short"}
+		status := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeStatus, Message: "ok " + long}
+		huge := `{"model_id":"m1","attempt_uid":"u1","outcome":"status","message":"` + strings.Repeat("x", 5<<20) + `"}`
+		b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, o), huge, outcomeJSON(t, status))
+
+		got, err := r.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		require.Len(t, got[0].Message, 4095) // 2-byte characters: one byte is left unused
+		require.Equal(t, strings.Repeat("é", (4096-len(TruncatedMarker))/2)+TruncatedMarker, got[0].Message)
+		require.Equal(t, "short", got[0].UserMessage)
+		require.Equal(t, "ok "+strings.Repeat("é", (4096-3-len(TruncatedMarker))/2)+TruncatedMarker, got[1].Message)
+		require.EqualValues(t, 2, r.Stats().Truncated)
+
+		dead := b.lrange(t, b.keys.deadKey())
+		require.Len(t, dead, 1)
+		e := readDead(t, dead[0])
+		require.Equal(t, fmt.Sprintf("too large: must be at most 1048576 bytes, got %d", len(huge)), e.Reason)
+		require.Equal(t, huge[:4096-len(TruncatedMarker)]+TruncatedMarker, e.Message)
+		require.Len(t, b.lrange(t, b.keys.processingKey("s1")), 2)
 	})
 }
 
@@ -372,35 +422,55 @@ func TestCollectors(t *testing.T) {
 		values[f.GetName()] = f.GetMetric()[0].GetCounter().GetValue()
 	}
 	require.Equal(t, 1.0, values["freshen_queue_outcomes_dead_lettered_total"])
-	require.Len(t, values, 6)
+	require.Len(t, values, 7)
 }
 
-// TestReceiveAfterLostReply checks that outcomes moved by a Receive that
-// failed are delivered by the next one.
+// TestReceiveAfterLostReply checks that outcomes moved by a Receive whose
+// reply was lost are given back by the next Receive, or by Ack, which
+// acknowledges only what was delivered.
 func TestReceiveAfterLostReply(t *testing.T) {
 	t.Parallel()
-	b := newMini(t)
-	ctx := context.Background()
-	r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
-	o := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
-	// As if a move happened on the server but its reply was lost.
-	b.lpush(t, b.keys.processingKey("s1"), outcomeJSON(t, o))
-	r.dirty = true
-	got, err := r.Receive(ctx, 10, 0)
-	require.NoError(t, err)
-	require.Equal(t, []refresh.Outcome{o}, bare(t, got))
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+		o1 := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
+		o2 := refresh.Outcome{ModelID: "m2", AttemptUID: "u2", Type: refresh.OutcomeSuccess}
+		o3 := refresh.Outcome{ModelID: "m3", AttemptUID: "u3", Type: refresh.OutcomeSuccess}
+		b.lpush(t, b.keys.outcomesKey(), outcomeJSON(t, o1))
+		got, err := r.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Outcome{o1}, bare(t, got))
 
-	// A failed Receive makes the next one give back the processing list.
-	canceled, cancel := context.WithCancel(ctx)
-	cancel()
-	_, err = r.Receive(canceled, 10, 0)
-	require.Error(t, err)
-	require.True(t, r.dirty)
-	got, err = r.Receive(ctx, 10, 0)
-	require.NoError(t, err)
-	require.Equal(t, []refresh.Outcome{o}, bare(t, got)) // redelivered, fenced downstream
-	require.NoError(t, r.Ack(ctx, nil))
-	require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
+		// A move happens on the server but its reply is lost.
+		b.lpush(t, b.keys.processingKey("s1"), outcomeJSON(t, o2))
+		r.dirty = true
+		// Ack acknowledges o1 only: o2 was never delivered.
+		require.NoError(t, r.Ack(ctx, nil))
+		require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
+		require.Equal(t, []string{outcomeJSON(t, o2)}, b.lrange(t, b.keys.outcomesKey()))
+		require.EqualValues(t, 1, r.Stats().Acked)
+
+		// The same before the next Receive: what was delivered stays, what
+		// was not is delivered now.
+		got, err = r.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Outcome{o2}, bare(t, got))
+		b.lpush(t, b.keys.processingKey("s1"), outcomeJSON(t, o3))
+		r.dirty = true
+		got, err = r.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Outcome{o3}, bare(t, got))
+		require.NoError(t, r.Ack(ctx, nil))
+		require.Empty(t, b.lrange(t, b.keys.processingKey("s1")))
+		require.Empty(t, b.lrange(t, b.keys.outcomesKey()))
+		require.EqualValues(t, 3, r.Stats().Acked)
+
+		// A Receive that fails leaves the next one to sort things out.
+		canceled, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err = r.Receive(canceled, 10, 0)
+		require.Error(t, err)
+	})
 }
 
 // Jobs of several queues, interleaved and more than one LPUSH carries: each
@@ -433,5 +503,38 @@ func TestPushOrder(t *testing.T) {
 			}
 		}
 		require.EqualValues(t, len(jobs), r.Stats().Pushed)
+	})
+}
+
+func TestRevoke(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "s1", refresh.NewVirtualClock(t0))
+		require.NoError(t, r.Revoke(ctx, nil))
+		require.NoError(t, r.Revoke(ctx, []refresh.Revocation{
+			{ModelID: "m1", AttemptUID: "u1", Reason: refresh.RevokedSuperseded, DeadlineAt: t0.Add(time.Hour)},
+			{ModelID: "m2", AttemptUID: "u2", Reason: refresh.RevokedDeleted, DeadlineAt: t0.Add(-time.Hour)},
+			{ModelID: "m3", AttemptUID: "u3", DeadlineAt: t0.Add(time.Minute)},
+			{ModelID: "m4"},
+		}))
+		for uid, want := range map[string]struct {
+			reason string
+			ttl    time.Duration
+		}{
+			"u1": {"superseded", time.Hour + time.Minute},
+			"u2": {"deleted", time.Minute},
+			"u3": {"revoked", 2 * time.Minute},
+		} {
+			v, err := b.client.Get(ctx, b.keys.revokedKey(uid)).Result()
+			require.NoError(t, err)
+			require.Equal(t, want.reason, v)
+			ttl, err := b.client.PTTL(ctx, b.keys.revokedKey(uid)).Result()
+			require.NoError(t, err)
+			require.InDelta(t, want.ttl.Seconds(), ttl.Seconds(), 5, uid)
+		}
+		n, err := b.client.Exists(ctx, b.keys.revokedKey("")).Result()
+		require.NoError(t, err)
+		require.Zero(t, n)
 	})
 }

@@ -24,16 +24,18 @@ func move(ctx context.Context, c redis.Scripter, source, taken, set, member stri
 	return res, nil
 }
 
-// blmove waits up to timeout for a message on source and moves it to taken.
-// It returns redis.Nil if none came. Redis counts the timeout in seconds
-// with decimals; go-redis' BLMove rounds it down to whole seconds (at least
-// one), so shorter timeouts are sent as they are.
-func blmove(ctx context.Context, c redis.UniversalClient, source, taken string, timeout time.Duration) (string, error) {
+// blmove waits up to timeout for a message on the right end of source and
+// moves it to the end "LEFT" or "RIGHT" of dest. It returns redis.Nil if
+// none came. With dest the source and end "RIGHT", it waits for a message
+// without taking it. Redis counts the timeout in seconds with decimals;
+// go-redis' BLMove rounds it down to whole seconds (at least one), so
+// shorter timeouts are sent as they are.
+func blmove(ctx context.Context, c redis.UniversalClient, source, dest, end string, timeout time.Duration) (string, error) {
 	if timeout >= time.Second {
-		return c.BLMove(ctx, source, taken, "RIGHT", "LEFT", timeout).Result()
+		return c.BLMove(ctx, source, dest, "RIGHT", end, timeout).Result()
 	}
 	secs := strconv.FormatFloat(timeout.Seconds(), 'f', 3, 64)
-	cmd := redis.NewStringCmd(ctx, "blmove", source, taken, "RIGHT", "LEFT", secs)
+	cmd := redis.NewStringCmd(ctx, "blmove", source, dest, "RIGHT", end, secs)
 	_ = c.Process(ctx, cmd)
 	return cmd.Result()
 }

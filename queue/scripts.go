@@ -1,6 +1,10 @@
 package queue
 
-import "github.com/redis/go-redis/v9"
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // moveScript registers the caller as alive and moves up to ARGV[1] messages
 // from the right (oldest) end of KEYS[1] to the left of KEYS[2], returning
@@ -44,15 +48,103 @@ return n
 `)
 
 // ackScript acknowledges a consumer's processing list but for the messages
-// it keeps: it empties KEYS[1] and pushes ARGV (oldest first) back on its
-// left, so the oldest kept message ends up rightmost, as it was taken.
+// it keeps, provided the list holds as many messages as were delivered (it
+// then holds exactly them): it empties KEYS[1] and pushes the kept ones
+// (oldest first) back on its left, so the oldest ends up rightmost, as it
+// was taken. It renews the lease and returns how many it dropped, or -1 if
+// the length differs (the list was taken back, or holds messages never
+// delivered), leaving the list alone.
 //
-//	KEYS: processing list
-//	ARGV: the messages kept, oldest first
+//	KEYS: processing list, heartbeat sorted set
+//	ARGV: number delivered, now (Unix ms), member, the messages kept...
 var ackScript = redis.NewScript(`
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return -1 end
 redis.call('DEL', KEYS[1])
-for i = 1, #ARGV do
+for i = 4, #ARGV do
   redis.call('LPUSH', KEYS[1], ARGV[i])
 end
-return #ARGV
+return tonumber(ARGV[1]) - (#ARGV - 3)
 `)
+
+// settleScript sorts out a processing list whose content is not known
+// exactly: of its messages it drops those listed to drop, keeps those
+// listed to keep (as many times as listed, in their order) and gives back
+// every other one to the right end of the source list, oldest rightmost.
+// It renews the lease and returns {dropped, kept, given back}.
+//
+//	KEYS: processing list, source list, heartbeat sorted set
+//	ARGV: now (Unix ms), member, n, n messages to keep, messages to drop...
+var settleScript = redis.NewScript(`
+redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
+local nkeep = tonumber(ARGV[3])
+local keep, drop = {}, {}
+for i = 4, 3 + nkeep do keep[ARGV[i]] = (keep[ARGV[i]] or 0) + 1 end
+for i = 4 + nkeep, #ARGV do drop[ARGV[i]] = (drop[ARGV[i]] or 0) + 1 end
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1])
+local fate = {}
+local dropped, kept, back = 0, 0, 0
+for i = #items, 1, -1 do
+  local v = items[i]
+  if (drop[v] or 0) > 0 then
+    drop[v] = drop[v] - 1
+    dropped = dropped + 1
+    fate[i] = 'drop'
+  elseif (keep[v] or 0) > 0 then
+    keep[v] = keep[v] - 1
+    kept = kept + 1
+    fate[i] = 'keep'
+  else
+    back = back + 1
+    fate[i] = 'back'
+  end
+end
+for i = #items, 1, -1 do
+  if fate[i] == 'keep' then redis.call('LPUSH', KEYS[1], items[i]) end
+end
+for i = 1, #items do
+  if fate[i] == 'back' then redis.call('RPUSH', KEYS[2], items[i]) end
+end
+return {dropped, kept, back}
+`)
+
+// deadScript moves messages from a taker's list to the dead-letter list,
+// each only if the list still holds it (a taker taken for dead has lost
+// its list to another one, which deals with its messages), and returns how
+// many it moved.
+//
+//	KEYS: taken list, dead-letter list
+//	ARGV: message, its dead-letter entry, message, entry...
+var deadScript = redis.NewScript(`
+local n = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('LREM', KEYS[1], 1, ARGV[i]) > 0 then
+    redis.call('LPUSH', KEYS[2], ARGV[i + 1])
+    n = n + 1
+  end
+end
+return n
+`)
+
+// giveBackScript gives back messages a live taker holds but does not work
+// on: each one its list still holds moves to the right (next taken) end of
+// the source list. It returns how many it moved.
+//
+//	KEYS: taken list, source list
+//	ARGV: the messages, newest first
+var giveBackScript = redis.NewScript(`
+local n = 0
+for i = 1, #ARGV do
+  if redis.call('LREM', KEYS[1], 1, ARGV[i]) > 0 then
+    redis.call('RPUSH', KEYS[2], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+`)
+
+// setAside runs deadScript on pairs of messages and entries.
+func setAside(ctx context.Context, c redis.Scripter, taken, dead string, pairs []any) (int, error) {
+	return deadScript.Run(ctx, c, []string{taken, dead}, pairs...).Int()
+}

@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,7 +25,8 @@ import (
 // Defaults of WorkerOptions.
 const (
 	DefaultBlock         = time.Second
-	DefaultWorkerTimeout = time.Minute
+	DefaultWorkerTimeout = 10 * time.Second
+	DefaultRevokedCheck  = 500 * time.Millisecond
 )
 
 // WorkerOptions configures a Worker.
@@ -30,25 +34,36 @@ type WorkerOptions struct {
 	// Prefix starts every key (default "freshen"); it must match the
 	// scheduler's.
 	Prefix string
-	// Queue is the queue the worker takes jobs from (default "default").
+	// Queue is the queue the worker takes jobs from (default "default"): 1
+	// to 200 letters, digits or ._@- starting with a letter or digit (no
+	// colon, which would make keys ambiguous).
 	Queue string
 	// Concurrency is how many jobs run at once (default 1). Each running
 	// taker holds a client connection while it waits for a job, so the
 	// client's PoolSize must exceed Concurrency.
 	Concurrency int
-	// ID names the worker among the workers of its queue (default: host
-	// name, process id and a random suffix). A worker that keeps its ID
-	// across restarts gives back the jobs its previous life left unfinished
-	// as soon as it starts; otherwise they are given back once it has not
-	// been seen for WorkerTimeout.
+	// ID names the worker among the workers of its queue, with the same
+	// rule as Queue (default: host name, process id and a random suffix).
+	// A worker that keeps its ID across restarts gives back the jobs its
+	// previous life left unfinished as soon as it starts; otherwise they
+	// are given back once it has not been seen for WorkerTimeout.
 	ID string
 	// Block is how long one taker waits on Redis for a job before it looks
 	// whether Run should stop (default 1s). Shutdown takes up to Block.
 	Block time.Duration
-	// WorkerTimeout is how long a worker may go unseen before the other
-	// workers of its queue put its unfinished jobs back on the queue
-	// (default 1m). A live worker beats every WorkerTimeout/3.
+	// WorkerTimeout is the worker's lease: how long it may go unseen
+	// before the other workers of its queue put its unfinished jobs back on
+	// the queue (default 10s). A live worker beats every WorkerTimeout/5,
+	// from a goroutine of its own, however long its jobs run. Clocks of
+	// the hosts must agree to well within it.
 	WorkerTimeout time.Duration
+	// RevokedCheck is how often the worker asks, in one request for all
+	// its running jobs, whether their attempts were revoked (default
+	// 500ms); nothing is asked while no job runs.
+	RevokedCheck time.Duration
+	// Limits bound the jobs taken and the outcomes sent (default
+	// DefaultLimits(); use the scheduler's).
+	Limits Limits
 	// Clock gives the time of deadlines and heartbeats (default
 	// refresh.SystemClock).
 	Clock refresh.Clock
@@ -57,11 +72,44 @@ type WorkerOptions struct {
 }
 
 // Handler runs one job. ctx is cancelled at the job's deadline, on the
-// worker's clock; context.Cause(ctx) is then context.DeadlineExceeded.
-// Returning nil reports success; an error reports a failure (see JobError
-// for the kind, retryability and customer message); a panic reports a
-// failure of kind "panic".
+// worker's clock, with context.Cause(ctx) context.DeadlineExceeded; and
+// within about RevokedCheck of the attempt being revoked (superseded by a
+// trigger, cancelled, or its model deleted), with a cause that matches
+// ErrRevoked and one of ErrSuperseded, ErrCancelled, ErrDeleted. Returning
+// nil reports success; an error reports a failure (see JobError for the
+// kind, retryability and customer message); a panic reports a failure of
+// kind "panic". The outcome of a revoked attempt is still sent; the
+// scheduler ignores it as stale.
 type Handler func(ctx context.Context, job Job) error
+
+// ErrRevoked is the cause of a handler's context cancelled because its
+// attempt is over without an outcome; the cause is one of the errors below
+// (which wrap it), or for a reason unknown to this version, ErrRevoked
+// wrapped with that reason.
+var ErrRevoked = errors.New("attempt revoked")
+
+// Causes of a revoked attempt, after the reasons of refresh.Revocation.
+var (
+	// ErrSuperseded: a trigger started a new attempt of the model.
+	ErrSuperseded = fmt.Errorf("%w: %s", ErrRevoked, refresh.RevokedSuperseded)
+	// ErrCancelled: the attempt was cancelled.
+	ErrCancelled = fmt.Errorf("%w: %s", ErrRevoked, refresh.RevokedCancelled)
+	// ErrDeleted: the model was deleted.
+	ErrDeleted = fmt.Errorf("%w: %s", ErrRevoked, refresh.RevokedDeleted)
+)
+
+// revokedCause is the cause of a revocation with reason.
+func revokedCause(reason string) error {
+	switch reason {
+	case refresh.RevokedSuperseded:
+		return ErrSuperseded
+	case refresh.RevokedCancelled:
+		return ErrCancelled
+	case refresh.RevokedDeleted:
+		return ErrDeleted
+	}
+	return fmt.Errorf("%w: %s", ErrRevoked, truncateText(reason, 64))
+}
 
 // Job is the job a Handler runs.
 type Job struct {
@@ -70,13 +118,15 @@ type Job struct {
 }
 
 // Status posts a progress message for the job (a status outcome); the
-// model shows it to customers while the attempt runs.
+// model shows it to customers while the attempt runs. A message over the
+// limit is cut (Limits.MaxMessageBytes).
 func (j Job) Status(ctx context.Context, message string) error {
 	if j.w == nil {
 		return errors.New("queue: status: job not taken by a worker")
 	}
 	return j.w.post(ctx, refresh.Outcome{
-		ModelID: j.ModelID, AttemptUID: j.AttemptUID, Type: refresh.OutcomeStatus, Message: message,
+		ModelID: j.ModelID, AttemptUID: j.AttemptUID, Type: refresh.OutcomeStatus,
+		Message: cleanText(message, j.w.opt.Limits.MaxMessageBytes),
 	})
 }
 
@@ -84,7 +134,9 @@ func (j Job) Status(ctx context.Context, message string) error {
 // outcomes. A job it takes is moved to a working list of its own and
 // removed, atomically with pushing its outcome, once the handler returned;
 // the working list of a worker that died is put back on the queue, and a
-// job whose deadline has passed when it is taken is dropped unrun.
+// job the worker holds without running it (a reply lost on the way) is
+// given back. A job whose deadline has passed, or whose attempt was
+// revoked, when it is taken is dropped unrun.
 type Worker struct {
 	client  redis.UniversalClient
 	opt     WorkerOptions
@@ -93,10 +145,48 @@ type Worker struct {
 	log     *slog.Logger
 	handler Handler
 	running atomic.Bool
+
+	mu sync.Mutex
+	// active are the jobs taken and not yet finished with, as taken.
+	active map[*task]struct{}
+	// takers counts the takes of each taker: odd while one is under way.
+	takers []uint64
+	// taken is signalled when a take ends.
+	taken *sync.Cond
+	// reconcile asks the reconciler to look at the working list.
+	reconcile chan struct{}
+
+	stats struct {
+		taken, succeeded, failed, expired, revoked, stopped, dead, givenBack, recovered atomic.Int64
+	}
+}
+
+// task is a job taken: the message as taken and, once its handler runs,
+// how to stop it.
+type task struct {
+	raw     string
+	uid     string
+	cancel  context.CancelCauseFunc
+	revoked bool
+}
+
+// namePattern is the rule for queue names and worker ids: no colon, so
+// that keys stay unambiguous.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,199}$`)
+
+const nameRule = "must be 1 to 200 letters, digits or ._@- starting with a letter or digit"
+
+// ValidateName returns an error if name may not be a queue name or a
+// worker id (WIRE.md, "Names").
+func ValidateName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("%s, got %s", nameRule, shortText(name))
+	}
+	return nil
 }
 
 // NewWorker returns a worker running handler on the jobs of opt.Queue, or
-// an error naming what is missing.
+// an error naming what is missing or invalid.
 func NewWorker(client redis.UniversalClient, opt WorkerOptions, handler Handler) (*Worker, error) {
 	if client == nil {
 		return nil, errors.New("queue: client: must not be nil")
@@ -108,14 +198,20 @@ func NewWorker(client redis.UniversalClient, opt WorkerOptions, handler Handler)
 		return nil, fmt.Errorf("queue: concurrency: must be >= 0, got %d", opt.Concurrency)
 	}
 	opt.Queue = queueName(opt.Queue)
+	if err := ValidateName(opt.Queue); err != nil {
+		return nil, fmt.Errorf("queue: queue: %w", err)
+	}
+	if opt.ID == "" {
+		opt.ID = defaultID()
+	}
+	if err := ValidateName(opt.ID); err != nil {
+		return nil, fmt.Errorf("queue: id: %w", err)
+	}
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
 	}
 	if opt.Concurrency == 0 {
 		opt.Concurrency = 1
-	}
-	if opt.ID == "" {
-		opt.ID = defaultID()
 	}
 	if opt.Block <= 0 {
 		opt.Block = DefaultBlock
@@ -123,20 +219,32 @@ func NewWorker(client redis.UniversalClient, opt WorkerOptions, handler Handler)
 	if opt.WorkerTimeout <= 0 {
 		opt.WorkerTimeout = DefaultWorkerTimeout
 	}
+	if opt.RevokedCheck <= 0 {
+		opt.RevokedCheck = DefaultRevokedCheck
+	}
+	var err error
+	if opt.Limits, err = opt.Limits.orDefault(); err != nil {
+		return nil, err
+	}
 	if opt.Clock == nil {
 		opt.Clock = refresh.SystemClock{}
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Worker{
-		client:  client,
-		opt:     opt,
-		keys:    newKeys(opt.Prefix),
-		clock:   opt.Clock,
-		log:     opt.Logger.With("queue", opt.Queue, "worker", opt.ID),
-		handler: handler,
-	}, nil
+	w := &Worker{
+		client:    client,
+		opt:       opt,
+		keys:      newKeys(opt.Prefix),
+		clock:     opt.Clock,
+		log:       opt.Logger.With("queue", opt.Queue, "worker", opt.ID),
+		handler:   handler,
+		active:    map[*task]struct{}{},
+		takers:    make([]uint64, opt.Concurrency),
+		reconcile: make(chan struct{}, 1),
+	}
+	w.taken = sync.NewCond(&w.mu)
+	return w, nil
 }
 
 // ID returns the worker's id.
@@ -146,8 +254,9 @@ func (w *Worker) ID() string { return w.opt.ID }
 // first puts back on the queue the jobs a previous life of this worker (same
 // ID) left unfinished, and those of dead workers. When ctx ends it stops
 // taking jobs, waits for the running handlers (whose ctx shutdown does not
-// cancel: they run to completion or to their deadline), puts back any job
-// it holds unrun, and returns nil. A Worker runs once at a time.
+// cancel: they run to completion, to their deadline or to their
+// revocation), puts back any job it holds unrun, and returns nil. A Worker
+// runs once at a time.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("queue: worker is already running")
@@ -160,23 +269,22 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 
-	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
-	beaten := make(chan struct{})
-	go func() {
-		defer close(beaten)
-		w.beatLoop(beatCtx)
-	}()
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	var loops sync.WaitGroup
+	loops.Go(func() { w.beatLoop(loopCtx) })
+	loops.Go(func() { w.revokedLoop(loopCtx) })
+	loops.Go(func() { w.reconcileLoop(loopCtx) })
 
-	var wg sync.WaitGroup
-	for range w.opt.Concurrency {
-		wg.Go(func() { w.take(ctx) })
+	var takers sync.WaitGroup
+	for i := range w.opt.Concurrency {
+		takers.Go(func() { w.take(ctx, i) })
 	}
-	wg.Wait()
-	stopBeat()
-	<-beaten
+	takers.Wait()
+	stopLoops()
+	loops.Wait()
 
-	// A job whose BLMOVE reply was lost to shutdown may still sit in the
-	// working list; give it back, and leave the set of live workers.
+	// A job whose reply was lost to shutdown may still sit in the working
+	// list; give it back, and leave the set of live workers.
 	if err := w.giveBackAll(context.WithoutCancel(ctx)); err != nil {
 		w.log.Error("give back jobs at shutdown", "err", err)
 	}
@@ -191,6 +299,7 @@ func (w *Worker) giveBackAll(ctx context.Context) error {
 		return fmt.Errorf("give back unfinished jobs: %w", err)
 	}
 	if n > 0 {
+		w.stats.givenBack.Add(int64(n))
 		w.log.Info("gave back unfinished jobs", "count", n)
 	}
 	return nil
@@ -207,6 +316,7 @@ func (w *Worker) beat(ctx context.Context) error {
 	n, err := recoverDead(ctx, w.client, w.keys.workersKey(w.opt.Queue), w.keys.jobsKey(w.opt.Queue),
 		func(id string) string { return w.keys.workingKey(w.opt.Queue, id) }, w.opt.ID, now.Add(-w.opt.WorkerTimeout))
 	if n > 0 {
+		w.stats.recovered.Add(int64(n))
 		w.log.Info("gave back jobs of dead workers", "count", n)
 	}
 	if err != nil {
@@ -215,24 +325,162 @@ func (w *Worker) beat(ctx context.Context) error {
 	return nil
 }
 
+// beatLoop beats every WorkerTimeout/5 and then has the working list
+// reconciled.
 func (w *Worker) beatLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-w.clock.After(w.opt.WorkerTimeout / 3):
+		case <-w.clock.After(w.opt.WorkerTimeout / 5):
 		}
 		if err := w.beat(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("heartbeat", "err", err)
 		}
+		w.requestReconcile()
 	}
 }
 
-// take is one taker: it runs jobs one after the other until ctx ends.
-func (w *Worker) take(ctx context.Context) {
+func (w *Worker) requestReconcile() {
+	select {
+	case w.reconcile <- struct{}{}:
+	default:
+	}
+}
+
+// reconcileLoop reconciles the working list whenever asked, until ctx ends.
+func (w *Worker) reconcileLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.reconcile:
+		}
+		n, err := w.reconcileOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.log.Error("reconcile working list", "err", err)
+		}
+		if n > 0 {
+			w.log.Warn("gave back jobs held but not running", "count", n)
+		}
+	}
+}
+
+// reconcileOnce gives back the jobs of the working list that this worker
+// does not run (their take's reply was lost, or their outcome could not be
+// posted), and returns how many. A job still on its way to a taker is not
+// one of them: the list is read, then the takes under way at that moment
+// are waited for; what they took is then active.
+func (w *Worker) reconcileOnce(ctx context.Context) (int, error) {
+	w.mu.Lock()
+	under := map[int]uint64{}
+	for i, n := range w.takers {
+		if n%2 == 1 {
+			under[i] = n
+		}
+	}
+	w.mu.Unlock()
+	working := w.keys.workingKey(w.opt.Queue, w.opt.ID)
+	items, err := w.client.LRange(ctx, working, 0, -1).Result()
+	if err != nil || len(items) == 0 {
+		return 0, err
+	}
+	w.mu.Lock()
+	for i, n := range under {
+		for w.takers[i] == n {
+			w.taken.Wait()
+		}
+	}
+	held := make(map[string]int, len(w.active))
+	for t := range w.active {
+		held[t.raw]++
+	}
+	w.mu.Unlock()
+	var stranded []any
+	for _, raw := range items { // newest first
+		if held[raw] > 0 {
+			held[raw]--
+			continue
+		}
+		stranded = append(stranded, raw)
+	}
+	if len(stranded) == 0 {
+		return 0, nil
+	}
+	n, err := giveBackScript.Run(ctx, w.client, []string{working, w.keys.jobsKey(w.opt.Queue)}, stranded...).Int()
+	w.stats.givenBack.Add(int64(n))
+	return n, err
+}
+
+// revokedLoop checks every RevokedCheck whether the attempts of the running
+// jobs were revoked, and stops those that were, until ctx ends.
+func (w *Worker) revokedLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.clock.After(w.opt.RevokedCheck):
+		}
+		if err := w.checkRevoked(ctx); err != nil && ctx.Err() == nil {
+			w.log.Error("check revoked attempts", "err", err)
+		}
+	}
+}
+
+// checkRevoked reads the revocation keys of all running jobs in one MGET
+// and cancels the handlers of those revoked. It asks nothing if no job
+// runs.
+func (w *Worker) checkRevoked(ctx context.Context) error {
+	w.mu.Lock()
+	var tasks []*task
+	var keys []string
+	for t := range w.active {
+		if t.cancel != nil && !t.revoked {
+			tasks = append(tasks, t)
+			keys = append(keys, w.keys.revokedKey(t.uid))
+		}
+	}
+	w.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	vals, err := w.client.MGet(ctx, keys...).Result()
+	if err != nil {
+		return err
+	}
+	for i, v := range vals {
+		reason, ok := v.(string)
+		if !ok {
+			continue
+		}
+		t := tasks[i]
+		w.mu.Lock()
+		t.revoked = true
+		w.mu.Unlock()
+		w.stats.stopped.Add(1)
+		w.log.Info("stopping job: attempt revoked", "attempt_uid", t.uid, "reason", reason)
+		t.cancel(revokedCause(reason))
+	}
+	return nil
+}
+
+// take is taker i: it runs jobs one after the other until ctx ends.
+func (w *Worker) take(ctx context.Context, i int) {
 	jobs, working := w.keys.jobsKey(w.opt.Queue), w.keys.workingKey(w.opt.Queue, w.opt.ID)
 	for ctx.Err() == nil {
-		raw, err := blmove(ctx, w.client, jobs, working, w.opt.Block)
+		w.mu.Lock()
+		w.takers[i]++
+		w.mu.Unlock()
+		raw, err := blmove(ctx, w.client, jobs, working, "LEFT", w.opt.Block)
+		w.mu.Lock()
+		var t *task
+		if err == nil {
+			t = &task{raw: raw}
+			w.active[t] = struct{}{}
+		}
+		w.takers[i]++
+		w.taken.Broadcast()
+		w.mu.Unlock()
 		if errors.Is(err, redis.Nil) {
 			continue
 		}
@@ -240,7 +488,9 @@ func (w *Worker) take(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			// The job may have moved without our hearing of it.
 			w.log.Error("take job", "err", err)
+			w.requestReconcile()
 			select {
 			case <-ctx.Done():
 				return
@@ -248,64 +498,83 @@ func (w *Worker) take(ctx context.Context) {
 			}
 			continue
 		}
+		w.stats.taken.Add(1)
 		if ctx.Err() != nil {
 			// Taken while shutting down: Run gives it back.
+			w.finish(t)
 			return
 		}
-		w.process(context.WithoutCancel(ctx), raw)
+		w.process(context.WithoutCancel(ctx), t)
 	}
 }
 
-// process runs the job raw and posts its outcome.
-func (w *Worker) process(ctx context.Context, raw string) {
+// finish forgets t.
+func (w *Worker) finish(t *task) {
+	w.mu.Lock()
+	delete(w.active, t)
+	w.mu.Unlock()
+}
+
+// process runs the job t and posts its outcome.
+func (w *Worker) process(ctx context.Context, t *task) {
+	defer w.finish(t)
 	working := w.keys.workingKey(w.opt.Queue, w.opt.ID)
-	var job refresh.Job
-	reason := ""
-	if err := json.Unmarshal([]byte(raw), &job); err != nil {
-		reason = "job: invalid json: " + err.Error()
-	} else if job.ModelID == "" {
-		reason = "job: missing model_id"
-	} else if job.AttemptUID == "" {
-		reason = "job: missing attempt_uid"
-	}
+	job, reason := decodeJob(t.raw, w.opt.Limits)
 	if reason != "" {
-		b, _ := json.Marshal(deadLetter{Reason: reason, Message: raw, At: w.clock.Now().UTC()})
-		_, err := w.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.LPush(ctx, w.keys.deadKey(), b)
-			p.LRem(ctx, working, 1, raw)
-			return nil
-		})
-		w.log.Warn("dead-lettered job", "reason", reason, "message", truncate(raw, 200), "err", err)
+		reason = "job: " + reason
+		entry := deadEntry(reason, t.raw, w.clock.Now().UTC(), w.opt.Limits)
+		n, err := setAside(ctx, w.client, working, w.keys.deadKey(), []any{t.raw, entry})
+		w.stats.dead.Add(int64(n))
+		w.log.Warn("dead-lettered job", "reason", reason, "message", truncateText(t.raw, 200), "err", err)
 		return
 	}
+	t.uid = job.AttemptUID
 	log := w.log.With("model_id", job.ModelID, "attempt_uid", job.AttemptUID)
 	if !job.DeadlineAt.IsZero() && !w.clock.Now().Before(job.DeadlineAt) {
-		err := w.client.LRem(ctx, working, 1, raw).Err()
+		err := w.client.LRem(ctx, working, 1, t.raw).Err()
+		w.stats.expired.Add(1)
 		log.Info("dropped job past its deadline", "deadline_at", job.DeadlineAt, "err", err)
 		return
 	}
+	revoked, err := w.client.Get(ctx, w.keys.revokedKey(job.AttemptUID)).Result()
+	switch {
+	case err == nil:
+		err := w.client.LRem(ctx, working, 1, t.raw).Err()
+		w.stats.revoked.Add(1)
+		log.Info("dropped job: attempt revoked", "reason", revoked, "err", err)
+		return
+	case !errors.Is(err, redis.Nil):
+		// Run it: a revocation is seen while it runs.
+		log.Error("check whether the attempt was revoked", "err", err)
+	}
 
 	jctx, cancel := w.jobContext(ctx, job.DeadlineAt)
-	err := w.call(jctx, job)
-	cancel()
-	out := outcomeOf(job, err)
+	w.mu.Lock()
+	t.cancel = cancel
+	w.mu.Unlock()
+	err = w.call(jctx, job)
+	cancel(context.Canceled)
+	out := outcomeOf(job, err, w.opt.Limits)
 	if err != nil {
+		w.stats.failed.Add(1)
 		log.Info("job failed", "kind", out.Kind, "err", err)
+	} else {
+		w.stats.succeeded.Add(1)
 	}
 	b, _ := json.Marshal(out)
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		_, err := w.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.LPush(ctx, w.keys.outcomesKey(), b)
-			p.LRem(ctx, working, 1, raw)
+			p.LRem(ctx, working, 1, t.raw)
 			return nil
 		})
 		if err == nil {
 			return
 		}
 		if try == 5 {
-			// The job stays in the working list: it is given back at
-			// shutdown or when this worker is found dead, and runs again.
+			// The job stays in the working list: the reconciler gives it
+			// back, and it runs again.
 			log.Error("post outcome: giving up", "err", err)
 			return
 		}
@@ -316,8 +585,9 @@ func (w *Worker) process(ctx context.Context, raw string) {
 }
 
 // jobContext returns a context that is cancelled, with cause
-// context.DeadlineExceeded, when the clock reaches deadline.
-func (w *Worker) jobContext(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+// context.DeadlineExceeded, when the clock reaches deadline, and the
+// function that cancels it with another cause.
+func (w *Worker) jobContext(parent context.Context, deadline time.Time) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	if !deadline.IsZero() {
 		fired := w.clock.After(deadline.Sub(w.clock.Now()))
@@ -329,7 +599,7 @@ func (w *Worker) jobContext(parent context.Context, deadline time.Time) (context
 			}
 		}()
 	}
-	return ctx, func() { cancel(context.Canceled) }
+	return ctx, cancel
 }
 
 // call runs the handler, turning a panic into a failure of kind "panic".
@@ -355,31 +625,85 @@ func (w *Worker) post(ctx context.Context, o refresh.Outcome) error {
 	return nil
 }
 
-// outcomeOf is the outcome of job whose handler returned err.
-func outcomeOf(job refresh.Job, err error) refresh.Outcome {
+// WorkerStats counts what a Worker has done since it was made.
+type WorkerStats struct {
+	Taken        int64 // jobs taken from the queue
+	Succeeded    int64 // handlers that returned nil
+	Failed       int64 // handlers that returned an error or panicked
+	Expired      int64 // jobs dropped unrun: their deadline had passed
+	Revoked      int64 // jobs dropped unrun: their attempt was revoked
+	Stopped      int64 // running handlers cancelled: their attempt was revoked
+	DeadLettered int64 // jobs set aside as undecodable
+	GivenBack    int64 // jobs held but not running, given back to the queue
+	Recovered    int64 // jobs of dead workers given back to the queue
+}
+
+// Stats returns the counters.
+func (w *Worker) Stats() WorkerStats {
+	return WorkerStats{
+		Taken:        w.stats.taken.Load(),
+		Succeeded:    w.stats.succeeded.Load(),
+		Failed:       w.stats.failed.Load(),
+		Expired:      w.stats.expired.Load(),
+		Revoked:      w.stats.revoked.Load(),
+		Stopped:      w.stats.stopped.Load(),
+		DeadLettered: w.stats.dead.Load(),
+		GivenBack:    w.stats.givenBack.Load(),
+		Recovered:    w.stats.recovered.Load(),
+	}
+}
+
+// outcomeOf is the outcome of job whose handler returned err, within lim:
+// texts are made valid UTF-8 without NUL and cut to their limit, and a kind
+// the wire format would refuse is sent as KindError.
+func outcomeOf(job refresh.Job, err error, lim Limits) refresh.Outcome {
 	o := refresh.Outcome{ModelID: job.ModelID, AttemptUID: job.AttemptUID, Type: refresh.OutcomeSuccess}
 	if err == nil {
 		return o
 	}
-	o.Type, o.Kind, o.Message = refresh.OutcomeFailure, KindError, err.Error()
+	o.Type, o.Kind, o.Message = refresh.OutcomeFailure, KindError, cleanText(err.Error(), lim.MaxMessageBytes)
 	var je *JobError
 	if errors.As(err, &je) {
-		if je.Kind != "" {
+		if validKind(je.Kind, lim) {
 			o.Kind = je.Kind
 		}
 		if je.Permanent {
 			no := false
 			o.Retryable = &no
 		}
-		o.UserMessage = je.UserMessage
+		o.UserMessage = cleanText(je.UserMessage, lim.MaxMessageBytes)
 	}
 	return o
 }
 
+// validKind reports whether kind can be sent as it is.
+func validKind(kind string, lim Limits) bool {
+	return kind != "" && len(kind) <= lim.MaxKindBytes && utf8.ValidString(kind) && strings.IndexByte(kind, 0) < 0
+}
+
+// cleanText makes s a text the scheduler accepts: invalid UTF-8 and NUL
+// become U+FFFD, and it is cut to max bytes.
+func cleanText(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	return truncateText(s, max)
+}
+
+// defaultID is host-pid-random, with the host name reduced to the
+// characters a worker id may hold.
 func defaultID() string {
 	host, _ := os.Hostname()
-	if host == "" {
-		host = "worker"
+	host = strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && namePattern.MatchString("a"+string(r)) {
+			return r
+		}
+		return '-'
+	}, host)
+	if len(host) > 100 {
+		host = host[:100]
+	}
+	if host == "" || !namePattern.MatchString(host[:1]) {
+		host = "worker" + host
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

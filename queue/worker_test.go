@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,28 +24,30 @@ const testQueue = "thumbs"
 // workerBundle is a running worker and what a test needs around it.
 type workerBundle struct {
 	b      backend
-	clock  *refresh.VirtualClock
+	clock  *refresh.VirtualClock // nil on a real clock
+	now    refresh.Clock
 	worker *Worker
 	sched  *Redis // receives the worker's outcomes
 	cancel context.CancelFunc
 	done   chan error
 }
 
-// startWorker starts a worker on b's testQueue; Run stops at the test's end.
+// startWorker starts a worker on b's testQueue; Run stops at the test's
+// end. Without opt.Clock, the worker runs on a virtual clock.
 func startWorker(t *testing.T, b backend, opt WorkerOptions, h Handler) *workerBundle {
 	t.Helper()
-	clock, _ := opt.Clock.(*refresh.VirtualClock)
-	if clock == nil {
-		clock = refresh.NewVirtualClock(t0)
+	if opt.Clock == nil {
+		opt.Clock = refresh.NewVirtualClock(t0)
 	}
-	opt.Prefix, opt.Queue, opt.Clock, opt.Logger = b.prefix, testQueue, clock, quiet
+	clock, _ := opt.Clock.(*refresh.VirtualClock)
+	opt.Prefix, opt.Queue, opt.Logger = b.prefix, testQueue, quiet
 	if opt.Block == 0 {
 		opt.Block = 50 * time.Millisecond
 	}
 	w, err := NewWorker(b.client, opt, h)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	wb := &workerBundle{b: b, clock: clock, worker: w, sched: b.newRedis(t, "sched", clock), cancel: cancel, done: make(chan error, 1)}
+	wb := &workerBundle{b: b, clock: clock, now: opt.Clock, worker: w, sched: b.newRedis(t, "sched", opt.Clock), cancel: cancel, done: make(chan error, 1)}
 	go func() { wb.done <- w.Run(ctx) }()
 	t.Cleanup(func() { wb.stop(t) })
 	return wb
@@ -57,7 +64,7 @@ func (wb *workerBundle) stop(t *testing.T) {
 
 // job returns a job of model id due at the clock's time plus an hour.
 func (wb *workerBundle) job(id string) refresh.Job {
-	now := wb.clock.Now()
+	now := wb.now.Now()
 	return refresh.Job{ModelID: id, AttemptUID: "uid-" + id, AttemptNo: 1, Queue: testQueue, StartedAt: now, DeadlineAt: now.Add(time.Hour)}
 }
 
@@ -101,7 +108,31 @@ func TestNewWorker(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, DefaultQueue, w.opt.Queue)
 	require.Equal(t, 1, w.opt.Concurrency)
-	require.NotEmpty(t, w.ID())
+	require.NoError(t, ValidateName(w.ID()))
+	require.Equal(t, DefaultWorkerTimeout, w.opt.WorkerTimeout)
+	require.Equal(t, DefaultRevokedCheck, w.opt.RevokedCheck)
+	require.Equal(t, DefaultLimits(), w.opt.Limits)
+
+	// Names that would make keys ambiguous are refused: a colon separates
+	// the queue from the worker in working:<queue>:<worker>.
+	for _, tc := range []struct {
+		opt WorkerOptions
+		err string
+	}{
+		{WorkerOptions{Queue: "a:b"}, `queue: queue: must be 1 to 200 letters, digits or ._@- starting with a letter or digit, got "a:b"`},
+		{WorkerOptions{Queue: "-a"}, `queue: queue: must be 1 to 200 letters, digits or ._@- starting with a letter or digit, got "-a"`},
+		{WorkerOptions{Queue: strings.Repeat("q", 201)}, `queue: queue: must be 1 to 200 letters, digits or ._@- starting with a letter or digit, got "` +
+			strings.Repeat("q", 49) + TruncatedMarker + `"`},
+		{WorkerOptions{ID: "b:c"}, `queue: id: must be 1 to 200 letters, digits or ._@- starting with a letter or digit, got "b:c"`},
+		{WorkerOptions{ID: "w 1"}, `queue: id: must be 1 to 200 letters, digits or ._@- starting with a letter or digit, got "w 1"`},
+		{WorkerOptions{Limits: Limits{MaxMessageBytes: 1}}, "queue: limits.MaxMessageBytes: must be >= 64, got 1"},
+	} {
+		_, err := NewWorker(b.client, tc.opt, h)
+		require.EqualError(t, err, tc.err)
+	}
+	for _, name := range []string{"a", "tables", "A-1.b_c@d", strings.Repeat("q", 200)} {
+		require.NoError(t, ValidateName(name))
+	}
 }
 
 func TestWorkerOutcomes(t *testing.T) {
@@ -206,16 +237,34 @@ func TestWorkerDropsExpiredJob(t *testing.T) {
 func TestWorkerDeadLettersGarbage(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
-		wb := startWorker(t, b, WorkerOptions{}, func(ctx context.Context, job Job) error { return nil })
-		b.lpush(t, b.keys.jobsKey(testQueue), "not json", `{"model_id":"m1"}`)
+		ran := make(chan string, 10)
+		wb := startWorker(t, b, WorkerOptions{}, func(ctx context.Context, job Job) error {
+			ran <- job.ModelID
+			return nil
+		})
+		garbage := []struct{ msg, reason string }{
+			{"not json", "job: invalid json: invalid character 'o' in literal null (expecting 'u')"},
+			{`{"model_id":"m1"}`, "job: attempt_uid: missing"},
+			{`{"model_id":"a\u0000b","attempt_uid":"x"}`, `job: model_id: must not contain NUL (\u0000)`},
+			{`{"model_id":"m1","attempt_uid":"x","attempt_uid":"y"}`, "job: attempt_uid: duplicate field"},
+			{`{"model_id":"m1","attempt_uid":"x","deadline_at":"soon"}`, `job: deadline_at: must be an RFC 3339 time, got "soon"`},
+		}
+		for _, g := range garbage {
+			b.lpush(t, b.keys.jobsKey(testQueue), g.msg)
+		}
 		wb.push(t, wb.job("m2"))
 		require.Len(t, wb.receive(t, 1), 1)
+		require.Equal(t, "m2", <-ran)
+		require.Empty(t, ran)
 		dead := b.lrange(t, b.keys.deadKey())
-		require.Len(t, dead, 2)
-		var e deadLetter
-		require.NoError(t, json.Unmarshal([]byte(dead[0]), &e))
-		require.Equal(t, "job: missing attempt_uid", e.Reason)
-		require.Equal(t, `{"model_id":"m1"}`, e.Message)
+		require.Len(t, dead, len(garbage))
+		for i, g := range garbage {
+			e := readDead(t, dead[len(dead)-1-i])
+			require.Equal(t, g.reason, e.Reason)
+			require.Equal(t, g.msg, e.Message)
+		}
+		require.EqualValues(t, len(garbage), wb.worker.Stats().DeadLettered)
+		require.Empty(t, b.lrange(t, b.keys.workingKey(testQueue, wb.worker.ID())))
 	})
 }
 
@@ -307,4 +356,287 @@ func TestWorkerRecovers(t *testing.T) {
 		require.Empty(t, b.lrange(t, b.keys.workingKey(testQueue, "dead")))
 		require.Len(t, ran, 2)
 	})
+}
+
+// A job whose attempt was revoked before it was taken is dropped unrun.
+func TestWorkerDropsRevokedJob(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ran := make(chan string, 10)
+		wb := startWorker(t, b, WorkerOptions{}, func(ctx context.Context, job Job) error {
+			ran <- job.ModelID
+			return nil
+		})
+		old := wb.job("old")
+		require.NoError(t, wb.sched.Revoke(context.Background(), []refresh.Revocation{
+			{ModelID: "old", AttemptUID: old.AttemptUID, Reason: refresh.RevokedCancelled, DeadlineAt: old.DeadlineAt}}))
+		wb.push(t, old, wb.job("fresh"))
+		require.Equal(t, []refresh.Outcome{{ModelID: "fresh", AttemptUID: "uid-fresh", Type: "success"}}, wb.receive(t, 1))
+		require.Equal(t, "fresh", <-ran)
+		require.Empty(t, ran)
+		require.Empty(t, b.lrange(t, b.keys.workingKey(testQueue, wb.worker.ID())))
+		require.EqualValues(t, 1, wb.worker.Stats().Revoked)
+	})
+}
+
+// A running job whose attempt is revoked has its context cancelled within
+// a second, with the reason as the cause; its outcome is still sent.
+func TestWorkerStopsRevokedJob(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		for _, tc := range []struct {
+			reason string
+			cause  error
+		}{
+			{refresh.RevokedSuperseded, ErrSuperseded},
+			{refresh.RevokedCancelled, ErrCancelled},
+			{refresh.RevokedDeleted, ErrDeleted},
+		} {
+			t.Run(tc.reason, func(t *testing.T) {
+				started := make(chan refresh.Job, 1)
+				cause := make(chan error, 1)
+				wb := startWorker(t, b, WorkerOptions{Clock: refresh.SystemClock{}}, func(ctx context.Context, job Job) error {
+					started <- job.Job
+					<-ctx.Done()
+					cause <- context.Cause(ctx)
+					return ctx.Err()
+				})
+				wb.push(t, wb.job("m-"+tc.reason))
+				job := <-started
+				revokedAt := time.Now()
+				require.NoError(t, wb.sched.Revoke(context.Background(), []refresh.Revocation{
+					{ModelID: job.ModelID, AttemptUID: job.AttemptUID, Reason: tc.reason, DeadlineAt: job.DeadlineAt}}))
+				var got error
+				select {
+				case got = <-cause:
+				case <-time.After(5 * time.Second):
+					t.Fatal("handler not stopped within 5s")
+				}
+				require.Less(t, time.Since(revokedAt), time.Second)
+				require.ErrorIs(t, got, tc.cause)
+				require.ErrorIs(t, got, ErrRevoked)
+				out := wb.receive(t, 1)
+				require.Equal(t, refresh.OutcomeFailure, out[0].Type)
+				require.Equal(t, "context canceled", out[0].Message)
+				require.EqualValues(t, 1, wb.worker.Stats().Stopped)
+			})
+		}
+	})
+}
+
+// commandCounter counts the commands a client sends, by name.
+type commandCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func countCommands(c redis.UniversalClient) *commandCounter {
+	cc := &commandCounter{counts: map[string]int{}}
+	c.AddHook(cc)
+	return cc
+}
+
+func (cc *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (cc *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		cc.mu.Lock()
+		cc.counts[cmd.Name()]++
+		cc.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (cc *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		cc.mu.Lock()
+		for _, cmd := range cmds {
+			cc.counts[cmd.Name()]++
+		}
+		cc.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (cc *commandCounter) total() int {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	n := 0
+	for _, c := range cc.counts {
+		n += c
+	}
+	return n
+}
+
+func (cc *commandCounter) reset() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.counts = map[string]int{}
+}
+
+// The revocation check asks nothing while no job runs, and one MGET for
+// all the running jobs.
+func TestWorkerRevokedCheckCost(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		w, err := NewWorker(b.client, WorkerOptions{Prefix: b.prefix, Queue: testQueue, Logger: quiet},
+			func(context.Context, Job) error { return nil })
+		require.NoError(t, err)
+		require.NoError(t, b.client.Ping(ctx).Err()) // connect before counting
+		cc := countCommands(b.client)
+		require.NoError(t, w.checkRevoked(ctx))
+		require.Zero(t, cc.total())
+
+		causes := map[string]error{}
+		for _, uid := range []string{"u1", "u2", "u3"} {
+			tk := &task{raw: uid, uid: uid, cancel: func(err error) { causes[uid] = err }}
+			w.active[tk] = struct{}{}
+		}
+		r := b.newRedis(t, "s", refresh.NewVirtualClock(t0))
+		require.NoError(t, r.Revoke(ctx, []refresh.Revocation{{AttemptUID: "u2", Reason: refresh.RevokedSuperseded, DeadlineAt: t0.Add(time.Hour)}}))
+		cc.reset()
+		require.NoError(t, w.checkRevoked(ctx))
+		require.Equal(t, map[string]int{"mget": 1}, cc.counts)
+		require.Equal(t, map[string]error{"u2": ErrSuperseded}, causes)
+		// A job stopped is not asked about again.
+		cc.reset()
+		require.NoError(t, w.checkRevoked(ctx))
+		require.Equal(t, map[string]int{"mget": 1}, cc.counts)
+		require.Len(t, causes, 1)
+	})
+}
+
+// lostReplies makes the first n BLMOVEs that took a job fail as if their
+// reply had been lost on the way (a worker stopped for longer than its
+// read timeout).
+type lostReplies struct{ n atomic.Int32 }
+
+func (l *lostReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *lostReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && cmd.Name() == "blmove" && l.n.Add(-1) >= 0 {
+			err = errors.New("read tcp: i/o timeout")
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+func (l *lostReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A job moved to the working list by a take whose reply was lost is given
+// back and runs, once.
+func TestWorkerGivesBackJobOfLostReply(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		lost := &lostReplies{}
+		lost.n.Store(1)
+		b.client.AddHook(lost)
+		ran := make(chan string, 10)
+		wb := startWorker(t, b, WorkerOptions{Concurrency: 2}, func(ctx context.Context, job Job) error {
+			ran <- job.ModelID
+			return nil
+		})
+		wb.push(t, wb.job("m1"))
+		require.Equal(t, []refresh.Outcome{{ModelID: "m1", AttemptUID: "uid-m1", Type: "success"}}, wb.receive(t, 1))
+		require.Equal(t, "m1", <-ran)
+		require.Empty(t, ran)
+		require.EqualValues(t, 1, wb.worker.Stats().GivenBack)
+		require.Empty(t, b.lrange(t, b.keys.workingKey(testQueue, wb.worker.ID())))
+	})
+}
+
+// waitFor waits until cond holds, yielding in between.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+		runtime.Gosched()
+	}
+}
+
+// A live worker notices a job in its working list that it does not run,
+// however it got there, and gives it back at its next heartbeat.
+func TestWorkerGivesBackStrandedJob(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ran := make(chan string, 10)
+		wb := startWorker(t, b, WorkerOptions{Concurrency: 2}, func(ctx context.Context, job Job) error {
+			ran <- job.ModelID
+			return nil
+		})
+		// The heartbeat and revocation loops sleep.
+		waitFor(t, func() bool { return wb.clock.Waiters() == 2 })
+		raw, err := json.Marshal(wb.job("stranded"))
+		require.NoError(t, err)
+		b.lpush(t, b.keys.workingKey(testQueue, wb.worker.ID()), string(raw))
+		wb.clock.Advance(DefaultWorkerTimeout / 5)
+		require.Equal(t, []refresh.Outcome{{ModelID: "stranded", AttemptUID: "uid-stranded", Type: "success"}}, wb.receive(t, 1))
+		require.Equal(t, "stranded", <-ran)
+		require.EqualValues(t, 1, wb.worker.Stats().GivenBack)
+	})
+}
+
+// Reconciliation leaves alone a job whose take is still under way: it waits
+// for the take to end, and the job is then running.
+func TestReconcileWaitsForTakes(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		w, err := NewWorker(b.client, WorkerOptions{Prefix: b.prefix, Queue: testQueue, Concurrency: 2, Logger: quiet},
+			func(context.Context, Job) error { return nil })
+		require.NoError(t, err)
+		working := b.keys.workingKey(testQueue, w.ID())
+		b.lpush(t, working, "in flight")
+		w.takers[1] = 1 // a take is under way
+
+		listed := make(chan struct{})
+		b.client.AddHook(onCommand{name: "lrange", f: func() { close(listed) }})
+		done := make(chan int)
+		go func() {
+			n, err := w.reconcileOnce(ctx)
+			require.NoError(t, err)
+			done <- n
+		}()
+		<-listed
+		// The take ends with the job it moved.
+		w.mu.Lock()
+		w.active[&task{raw: "in flight"}] = struct{}{}
+		w.takers[1]++
+		w.taken.Broadcast()
+		w.mu.Unlock()
+		require.Zero(t, <-done)
+		require.Equal(t, []string{"in flight"}, b.lrange(t, working))
+	})
+}
+
+// onCommand calls f after the first command named name.
+type onCommand struct {
+	name string
+	f    func()
+}
+
+func (o onCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (o onCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	var once sync.Once
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == o.name {
+			once.Do(o.f)
+		}
+		return err
+	}
+}
+
+func (o onCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
