@@ -200,7 +200,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	err := retryConnect(connectCtx, log, "open database", func() error {
-		s, err := postgres.Open(connectCtx, c.DatabaseURL)
+		s, err := postgres.Open(connectCtx, c.DatabaseURL, postgres.DefaultSession())
 		m.store = s
 		return err
 	})
