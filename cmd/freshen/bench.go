@@ -73,31 +73,32 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	redact := newRedactor(cfg.DatabaseURL, cfg.RedisURL)
 	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
 		return 2
 	}
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
-			fmt.Fprintf(stderr, "freshen bench: %v\n", err)
+			fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
 			return 1
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "freshen bench: %v\n", err)
+			fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
 			return 1
 		}
 		defer pprof.StopCPUProfile()
 	}
 	b, err := newBencher(ctx, cfg, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
 		return 1
 	}
 	defer b.close()
 	if err := b.run(ctx); err != nil {
-		fmt.Fprintf(stderr, "freshen bench: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
 		return 1
 	}
 	return 0
@@ -107,13 +108,13 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	cfg := benchConfig{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", databaseURLFromEnv(), "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", redisURLFromEnv(), "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
+	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
 	fs.IntVar(&cfg.Models, "models", 100_000, "models due at once in the starts/s and outcomes/s runs")
 	fs.IntVar(&cfg.BatchSize, "batch-size", 1000, "models claimed, and outcomes applied, per pass")
 	fs.IntVar(&cfg.LatenessModels, "lateness-models", 1_000_000, "models loaded for the lateness run")
 	fs.IntVar(&cfg.LatenessRate, "lateness-rate", 1000, "models due per second in the lateness run")
-	fs.DurationVar(&cfg.Window, "window", time.Minute, "how long the lateness run watches freshen serve")
+	durationVar(fs, &cfg.Window, "window", time.Minute, "how long the lateness run watches freshen serve")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the in-process runs to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: freshen bench [flags]\n\nMeasures starts/s, outcomes/s (and their ratio to plain SQL), start lateness and the\npeak memory of freshen serve on real PostgreSQL and Redis, and prints each figure next\nto its target. It works in schemas and under a Redis key prefix of its own.")
@@ -121,6 +122,12 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	}
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = databaseURLFromEnv()
+	}
+	if cfg.RedisURL == "" {
+		cfg.RedisURL = redisURLFromEnv()
 	}
 	switch {
 	case fs.NArg() > 0:

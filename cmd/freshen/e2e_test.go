@@ -183,7 +183,7 @@ type proc struct {
 }
 
 // serve starts freshen serve with instance id id and extra flags, and
-// waits until it answers /healthz. It is killed when the test ends, and its
+// waits until it is ready (/readyz answers 200). It is killed when the test ends, and its
 // log printed if the test failed.
 func (e *env) serve(id string, extra ...string) *proc {
 	e.t.Helper()
@@ -205,13 +205,13 @@ func (e *env) serve(id string, extra ...string) *proc {
 			e.t.Logf("log of serve %s (last lines):\n%s", id, p.log.tail(40))
 		}
 	})
-	waitFor(e.t, 30*time.Second, "serve "+id+" to answer /healthz", func() bool {
+	waitFor(e.t, 30*time.Second, "serve "+id+" to be ready", func() bool {
 		select {
 		case <-p.done:
 			e.t.Fatalf("serve %s exited at start:\n%s", id, p.log.tail(40))
 		default:
 		}
-		resp, err := http.Get(p.base + "/healthz")
+		resp, err := http.Get(p.base + "/readyz")
 		if err != nil {
 			return false
 		}
@@ -558,6 +558,7 @@ func TestE2ESigkill(t *testing.T) {
 		return e.count(`SELECT count(*) FROM models WHERE last_success_at IS NOT NULL AND attempt_uid IS NULL`) == n
 	})
 	require.Zero(t, llen("processing:a"), "the dead consumer's outcomes were taken back")
+	require.ErrorIs(t, e.rdb.ZScore(ctx, e.key("consumers"), "a").Err(), redis.Nil, "the dead consumer is forgotten")
 	if left > 0 {
 		require.Contains(t, b.log.String(), "recovered outcomes of dead consumers")
 	}

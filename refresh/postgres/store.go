@@ -65,6 +65,12 @@ func Open(ctx context.Context, url string, s Session) (*Store, error) {
 // the pool open.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
+// Ping checks that the database answers, with an *refresh.Error of code
+// EUNAVAILABLE if it does not.
+func (s *Store) Ping(ctx context.Context) error {
+	return storeError("ping database", s.pool.Ping(ctx))
+}
+
 // Close closes the pool if Open created it.
 func (s *Store) Close() {
 	if s.owned {
