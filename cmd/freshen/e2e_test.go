@@ -624,7 +624,7 @@ func TestE2EBench(t *testing.T) {
 	out := stdout.String()
 	t.Logf("freshen bench:\n%s", out)
 	for _, want := range []string{"starts/s, 1 instance", "starts/s, 2 instances", "outcomes/s, 1 instance",
-		"starts/s, plain SQL", "outcomes/s, plain SQL", "lateness p50", "lateness p99", "peak RSS"} {
+		"starts/s, plain SQL", "outcomes/s, plain SQL", "lateness p50", "lateness p99", "peak RSS", "fsync=", "synchronous_commit="} {
 		require.Contains(t, out, want)
 	}
 	require.NotContains(t, out, "NaN")
