@@ -62,7 +62,6 @@ func newRedactor(urls ...string) redactor {
 		}
 		for _, m := range keywordPassword.FindAllStringSubmatch(s, -1) {
 			add(strings.Trim(m[1], "'"))
-			add(m[1])
 		}
 	}
 	// Longest first, so that a password containing another is replaced
