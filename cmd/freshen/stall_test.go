@@ -263,4 +263,3 @@ func (e *env) lockedModels() []string {
 	}
 	return both
 }
-
