@@ -123,7 +123,10 @@ func TestE2EStalledInstance(t *testing.T) {
 	tick.Stop()
 	applied := finished() - doneBefore
 	t.Logf("rest of the stall: %d attempts finished, outcomes list at most %d long", applied, maxLen)
-	require.Less(t, maxLen, int64(n/5), "outcomes pile up")
+	// A model starts again only once its outcome is applied, so a blocked
+	// consumer shows as a list of about n outcomes; a working one keeps it
+	// to what arrives between two passes (more on a busy machine).
+	require.Less(t, maxLen, int64(n/2), "outcomes pile up")
 	require.Greater(t, applied, n, "the models go on cycling on b")
 
 	// a resumes: its transaction is gone, its passes fail once and go on.
