@@ -14,7 +14,7 @@ type durationValue struct{ d *time.Duration }
 // durationVar defines a duration flag on fs that accepts ISO 8601 too.
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
-	fs.Var(durationValue{p}, name, usage+` (e.g. "30s" or "PT30S")`)
+	fs.Var(durationValue{p}, name, usage+"; a `duration` such as 30s or PT30S")
 }
 
 func (v durationValue) Set(s string) error {

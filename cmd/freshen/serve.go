@@ -197,7 +197,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
-		"keep it stable across restarts (default: the host name; two instances on one host need distinct ids)")
+		"keep it stable across restarts (the default is the host name: two instances on one host need distinct ids)")
 	durationVar(fs, &c.MaxSleep, "max-sleep", c.MaxSleep, "longest the scheduler sleeps without looking at the database")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply the database migrations at start (else serve refuses a schema that is not this build's)")
