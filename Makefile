@@ -14,10 +14,12 @@ test:
 # lateness and memory against their targets), then freshen bench e2e (N
 # models due at once through freshen serve and a worker process: cycles/s,
 # CPU, memory, transactions and Redis commands per 1,000 cycles) at 10,000
-# and 100,000 models, on throwaway servers. To count statements too:
+# and 100,000 models, on throwaway servers whose PostgreSQL is durable
+# (fsync and synchronous_commit on, as in production); freshen bench prints
+# those settings beside its figures. To count statements too:
 #   WITH_SERVERS_PG_CONF="shared_preload_libraries = 'pg_stat_statements'" make bench
 bench: build
-	scripts/with-servers.sh sh -c '$(GO) test -run "^$$" -bench . -benchmem ./... && bin/freshen bench && bin/freshen bench e2e -n 10000 && bin/freshen bench e2e -n 100000'
+	WITH_SERVERS_DURABLE=1 scripts/with-servers.sh sh -c '$(GO) test -run "^$$" -bench . -benchmem ./... && bin/freshen bench && bin/freshen bench e2e -n 10000 && bin/freshen bench e2e -n 100000'
 
 demo: build
 	./bin/freshen demo

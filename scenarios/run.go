@@ -23,6 +23,36 @@ type Entry struct {
 	Disabled   bool
 }
 
+// DefaultMaxEntries is the number of timeline entries Run produces at most
+// unless told otherwise (WithMaxEntries). A spec that would produce more (a
+// year of a schedule every minute) is refused with an *EntriesError rather
+// than run for minutes and gigabytes.
+const DefaultMaxEntries = 10_000
+
+// RunOption changes how Run runs.
+type RunOption func(*runOptions)
+
+type runOptions struct {
+	maxEntries int
+}
+
+// WithMaxEntries bounds the timeline to n entries (n <= 0: DefaultMaxEntries).
+func WithMaxEntries(n int) RunOption {
+	return func(o *runOptions) { o.maxEntries = n }
+}
+
+// EntriesError is Run's error when the timeline would grow past its limit.
+type EntriesError struct {
+	Limit int
+	// At is the time the simulation had reached.
+	At time.Time
+}
+
+func (e *EntriesError) Error() string {
+	return fmt.Sprintf("the timeline has more than %d entries (reached at %s): shorten the span from start to until, or raise the limit",
+		e.Limit, e.At.UTC().Format(time.RFC3339))
+}
+
 // arrival is a worker outcome due at a time.
 type arrival struct {
 	at      time.Time
@@ -34,7 +64,19 @@ type arrival struct {
 // timeline. At each instant it applies the actions, then the arriving
 // outcomes, then a scheduler pass (timeouts, then starts), and repeats
 // until nothing more is due at that instant; events at Until count.
-func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
+//
+// It stops with ctx's error as soon as ctx ends (it looks at every step),
+// and with an *EntriesError once the timeline would exceed the maximum
+// number of entries (DefaultMaxEntries, or WithMaxEntries); it then returns
+// the timeline so far.
+func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) ([]Entry, error) {
+	o := runOptions{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxEntries <= 0 {
+		o.maxEntries = DefaultMaxEntries
+	}
 	clock := refresh.NewVirtualClock(spec.Start)
 	store := memory.NewStore()
 	q := memory.NewQueue(clock)
@@ -62,8 +104,18 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 	timeout := time.Duration(model.Policy.Timeout)
 
 	var timeline []Entry
+	add := func(e Entry) error {
+		if len(timeline) >= o.maxEntries {
+			return &EntriesError{Limit: o.maxEntries, At: clock.Now()}
+		}
+		timeline = append(timeline, e)
+		return nil
+	}
 	record := func() error {
 		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			res, err := pub.RunOnce(ctx)
 			if err != nil {
 				return err
@@ -73,7 +125,9 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 			}
 		}
 		for _, e := range q.Events() {
-			timeline = append(timeline, entry(e))
+			if err := add(entry(e)); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
@@ -100,7 +154,9 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 			}
 			if d.Unchanged {
 				// Nothing is published, but the timeline still lists the action.
-				timeline = append(timeline, entry(refresh.NewEvent(m, d, now)))
+				if err := add(entry(refresh.NewEvent(m, d, now))); err != nil {
+					return false, err
+				}
 			}
 		}
 		sort.SliceStable(pending, func(i, j int) bool { return pending[i].at.Before(pending[j].at) })
@@ -146,6 +202,9 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits) ([]Entry, error) {
 	for !now.After(spec.Until) {
 		clock.Set(now)
 		for {
+			if err := ctx.Err(); err != nil {
+				return timeline, err
+			}
 			did, err := work(now)
 			if err != nil {
 				return timeline, err

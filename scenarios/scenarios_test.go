@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,4 +57,56 @@ func TestScenarios(t *testing.T) {
 			require.Equal(t, string(want), got.String())
 		})
 	}
+}
+
+// yearSpec is a year of a schedule every minute: about a million entries.
+const yearSpec = `{"start": "2026-01-01T00:00:00Z", "until": "2026-12-31T00:00:00Z",
+	"model": {"id": "runaway", "policy": {"schedule": "FREQ=MINUTELY", "timeout": "1s"}}}`
+
+// Run stops at its entry limit with an error naming it, and returns the
+// timeline so far.
+func TestRunMaxEntries(t *testing.T) {
+	lim := refresh.DefaultLimits()
+	spec, err := scenarios.ParseSpec([]byte(yearSpec), lim)
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		opts []scenarios.RunOption
+		want int
+	}{
+		{nil, scenarios.DefaultMaxEntries},
+		{[]scenarios.RunOption{scenarios.WithMaxEntries(25)}, 25},
+	} {
+		timeline, err := scenarios.Run(context.Background(), spec, lim, tt.opts...)
+		var tooLong *scenarios.EntriesError
+		require.ErrorAs(t, err, &tooLong)
+		require.Equal(t, tt.want, tooLong.Limit)
+		require.Len(t, timeline, tt.want)
+		require.Contains(t, err.Error(), fmt.Sprintf("more than %d entries", tt.want))
+	}
+
+	// A scenario within the limit runs whole.
+	data, err := os.ReadFile("thumbnail.json")
+	require.NoError(t, err)
+	spec, err = scenarios.ParseSpec(data, lim)
+	require.NoError(t, err)
+	full, err := scenarios.Run(context.Background(), spec, lim)
+	require.NoError(t, err)
+	timeline, err := scenarios.Run(context.Background(), spec, lim, scenarios.WithMaxEntries(len(full)))
+	require.NoError(t, err)
+	require.Equal(t, full, timeline)
+	_, err = scenarios.Run(context.Background(), spec, lim, scenarios.WithMaxEntries(len(full)-1))
+	require.Error(t, err)
+}
+
+// Run stops when its context ends: it looks at it every step (freshen
+// simulate's test interrupts a run in the middle).
+func TestRunHonoursContext(t *testing.T) {
+	lim := refresh.DefaultLimits()
+	spec, err := scenarios.ParseSpec([]byte(yearSpec), lim)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = scenarios.Run(ctx, spec, lim)
+	require.ErrorIs(t, err, context.Canceled)
 }

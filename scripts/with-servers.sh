@@ -17,9 +17,16 @@
 # normal user. When redis-server is missing and the script runs as root, it
 # installs it with apt-get; likewise PostgreSQL 15.
 #
+# PostgreSQL runs with fsync, synchronous_commit and full_page_writes off:
+# fast for tests, but not durable, and commits cost far less than in
+# production. Set WITH_SERVERS_DURABLE=1 to keep PostgreSQL's durable
+# defaults (fsync, synchronous_commit and full_page_writes on), as make
+# bench does: Freshen's no-loss promise assumes synchronous_commit=on.
+#
 # Environment:
-#   PG_BIN             PostgreSQL binaries (default /usr/lib/postgresql/15/bin)
-#   WITH_SERVERS_LOGS  if 1, print both server logs when the command is done
+#   PG_BIN                PostgreSQL binaries (default /usr/lib/postgresql/15/bin)
+#   WITH_SERVERS_LOGS     if 1, print both server logs when the command is done
+#   WITH_SERVERS_DURABLE  if 1, run PostgreSQL with durable settings
 #   WITH_SERVERS_PG_CONF  extra postgresql.conf lines, e.g. "shared_preload_libraries = 'pg_stat_statements'"
 set -uo pipefail
 
@@ -143,12 +150,20 @@ if ! as_pg "$PG_BIN/initdb" -D "$tmp/pg/data" -U postgres --auth=trust \
 	print_log initdb "$tmp/pg/initdb.log"
 	exit 1
 fi
+if [ "${WITH_SERVERS_DURABLE:-}" = 1 ]; then
+	durability="fsync = on
+synchronous_commit = on
+full_page_writes = on"
+	log "PostgreSQL with durable settings (fsync, synchronous_commit, full_page_writes on)"
+else
+	durability="fsync = off
+synchronous_commit = off
+full_page_writes = off"
+fi
 cat >>"$tmp/pg/data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$tmp/pg'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+$durability
 max_connections = 200
 shared_buffers = 128MB
 max_wal_size = 1GB

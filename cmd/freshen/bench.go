@@ -64,6 +64,7 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintf(stderr, "freshen bench: %v\n", err)
 		return 2
 	}
+	redact := newRedactor(cfg.DatabaseURL, cfg.RedisURL)
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
@@ -81,12 +82,12 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		DatabaseURL: cfg.DatabaseURL, RedisURL: cfg.RedisURL, BatchSize: cfg.BatchSize, Progress: stderr,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
 		return 1
 	}
 	defer b.Close()
 	if err := benchFigures(ctx, b, cfg, stdout); err != nil {
-		fmt.Fprintf(stderr, "freshen bench: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
 		return 1
 	}
 	return 0
@@ -96,13 +97,13 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	cfg := benchConfig{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", databaseURLFromEnv(), "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", redisURLFromEnv(), "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
+	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
 	fs.IntVar(&cfg.Models, "models", bench.DefaultThroughputModels, "models due at once in the starts/s and outcomes/s runs")
 	fs.IntVar(&cfg.BatchSize, "batch-size", bench.DefaultBatchSize, "models claimed, and outcomes applied, per pass")
 	fs.IntVar(&cfg.LatenessModels, "lateness-models", bench.DefaultLatenessModels, "models loaded for the lateness run")
 	fs.IntVar(&cfg.LatenessRate, "lateness-rate", bench.DefaultLatenessRate, "models due per second in the lateness run")
-	fs.DurationVar(&cfg.Window, "window", bench.DefaultLatenessWindow, "how long the lateness run watches freshen serve")
+	durationVar(fs, &cfg.Window, "window", bench.DefaultLatenessWindow, "how long the lateness run watches freshen serve")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the in-process runs to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: freshen bench [flags]
@@ -116,6 +117,7 @@ to its target. It works in schemas and under a Redis key prefix of its own.`)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
+	cfg.DatabaseURL, cfg.RedisURL = orEnv(cfg.DatabaseURL, databaseURLFromEnv()), orEnv(cfg.RedisURL, redisURLFromEnv())
 	switch {
 	case fs.NArg() > 0:
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -135,6 +137,14 @@ to its target. It works in schemas and under a Redis key prefix of its own.`)
 	return cfg, nil
 }
 
+// orEnv returns flag, or else env.
+func orEnv(flag, env string) string {
+	if flag != "" {
+		return flag
+	}
+	return env
+}
+
 // redisURLFromEnv returns FRESHEN_REDIS_URL, or else REDIS_URL.
 func redisURLFromEnv() string {
 	if url := os.Getenv("FRESHEN_REDIS_URL"); url != "" {
@@ -150,8 +160,8 @@ func benchFigures(ctx context.Context, b *bench.Bench, cfg benchConfig, out io.W
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "freshen bench: PostgreSQL %s, Redis %s, %d CPUs (load average %s), batch size %d\n",
-		env.PostgresVersion, env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize)
+	fmt.Fprintf(out, "freshen bench: PostgreSQL %s (%s), Redis %s, %d CPUs (load average %s), batch size %d\n",
+		env.PostgresVersion, env.Durability(), env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize)
 
 	tp, err := b.Throughput(ctx, bench.ThroughputConfig{Models: cfg.Models})
 	if err != nil {
@@ -197,13 +207,13 @@ func runBenchE2E(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	)
 	fs := flag.NewFlagSet("bench e2e", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", databaseURLFromEnv(), "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", redisURLFromEnv(), "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
+	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
 	fs.IntVar(&run.Models, "n", bench.DefaultE2EModels, "models due at the same instant")
 	fs.IntVar(&cfg.BatchSize, "batch-size", bench.DefaultBatchSize, "freshen serve --batch-size")
 	fs.IntVar(&run.Concurrency, "concurrency", bench.DefaultWorkerConcurrency, "worker concurrency")
-	fs.DurationVar(&run.Lead, "lead", 0, "time from the start of the load to the instant the models are due (default 2s + 40µs a model)")
-	fs.DurationVar(&run.Timeout, "timeout", bench.DefaultE2ETimeout, "give up this long after the due instant")
+	durationVar(fs, &run.Lead, "lead", 0, "time from the start of the load to the instant the models are due (default 2s + 40µs a model)")
+	durationVar(fs, &run.Timeout, "timeout", bench.DefaultE2ETimeout, "give up this long after the due instant")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: freshen bench e2e [flags]
 
@@ -224,6 +234,8 @@ It works in a schema and under a Redis key prefix of its own.`)
 		}
 		return 2
 	}
+	cfg.DatabaseURL, cfg.RedisURL = orEnv(cfg.DatabaseURL, databaseURLFromEnv()), orEnv(cfg.RedisURL, redisURLFromEnv())
+	redact := newRedactor(cfg.DatabaseURL, cfg.RedisURL)
 	var bad error
 	switch {
 	case fs.NArg() > 0:
@@ -248,20 +260,20 @@ It works in a schema and under a Redis key prefix of its own.`)
 	cfg.Progress = stderr
 	b, err := bench.New(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", redact.Error(err))
 		return 1
 	}
 	defer b.Close()
 	env, err := b.Environment(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", redact.Error(err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "freshen bench e2e: PostgreSQL %s, Redis %s, %d CPUs (load average %s), batch size %d, worker concurrency %d\n",
-		env.PostgresVersion, env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize, run.Concurrency)
+	fmt.Fprintf(stdout, "freshen bench e2e: PostgreSQL %s (%s), Redis %s, %d CPUs (load average %s), batch size %d, worker concurrency %d\n",
+		env.PostgresVersion, env.Durability(), env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize, run.Concurrency)
 	res, err := b.E2E(ctx, run)
 	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", redact.Error(err))
 		return 1
 	}
 	printE2E(stdout, res)
@@ -329,7 +341,7 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 	var cfg bench.WorkerConfig
 	fs := flag.NewFlagSet("bench worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.RedisURL, "redis-url", redisURLFromEnv(), "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
+	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
 	fs.StringVar(&cfg.Prefix, "redis-prefix", "", "prefix of every Redis key: freshen serve's --redis-prefix")
 	fs.StringVar(&cfg.Queue, "queue", bench.Queue, "queue to take jobs from")
 	fs.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultWorkerConcurrency, "jobs run at once")
@@ -348,6 +360,8 @@ prints "ready" once connected. freshen bench e2e runs it as a child process.`)
 		}
 		return 2
 	}
+	cfg.RedisURL = orEnv(cfg.RedisURL, redisURLFromEnv())
+	redact := newRedactor(cfg.RedisURL)
 	var lvl slog.Level
 	var bad error
 	switch {
@@ -368,7 +382,7 @@ prints "ready" once connected. freshen bench e2e runs it as a child process.`)
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	if err := bench.RunWorker(ctx, cfg, stdout); err != nil {
-		fmt.Fprintf(stderr, "freshen bench worker: %v\n", err)
+		fmt.Fprintf(stderr, "freshen bench worker: %v\n", redact.Error(err))
 		return 1
 	}
 	return 0

@@ -86,6 +86,15 @@ type env struct {
 // migrate, and picks a Redis prefix; both are removed when the test ends.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	e := newUnmigratedEnv(t)
+	out, err := exec.Command(e.bin, "migrate", "--database-url", e.dbURL).CombinedOutput()
+	require.NoError(t, err, "freshen migrate: %s", out)
+	return e
+}
+
+// newUnmigratedEnv is newEnv without the migration: the database is empty.
+func newUnmigratedEnv(t *testing.T) *env {
+	t.Helper()
 	serverURL, redisURL := os.Getenv("DATABASE_URL"), os.Getenv("REDIS_URL")
 	if serverURL == "" || redisURL == "" {
 		t.Skip("DATABASE_URL and REDIS_URL are not set; run under scripts/with-servers.sh")
@@ -101,8 +110,6 @@ func newEnv(t *testing.T) *env {
 	require.NoError(t, err)
 	u.Path = "/" + name
 	e.dbURL = u.String()
-	out, err := exec.Command(e.bin, "migrate", "--database-url", e.dbURL).CombinedOutput()
-	require.NoError(t, err, "freshen migrate: %s", out)
 
 	e.db, err = pgxpool.New(ctx, e.dbURL)
 	require.NoError(t, err)
@@ -182,10 +189,31 @@ type proc struct {
 	done chan struct{} // closed when the process has exited
 }
 
-// serve starts freshen serve with instance id id and extra flags, and
-// waits until it answers /healthz. It is killed when the test ends, and its
-// log printed if the test failed.
+// serve starts freshen serve with instance id id and extra flags (which
+// may repeat a flag to override it), and waits until it is ready (/readyz
+// answers 200). It is killed when the test ends, and its log printed if the
+// test failed.
 func (e *env) serve(id string, extra ...string) *proc {
+	e.t.Helper()
+	p := e.start(id, extra...)
+	waitFor(e.t, 30*time.Second, "serve "+id+" to be ready", func() bool {
+		select {
+		case <-p.done:
+			e.t.Fatalf("serve %s exited at start:\n%s", id, p.log.tail(40))
+		default:
+		}
+		resp, err := http.Get(p.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+// start starts freshen serve as serve does, without waiting for anything.
+func (e *env) start(id string, extra ...string) *proc {
 	e.t.Helper()
 	addr := freeAddr(e.t)
 	args := append([]string{"serve", "--database-url", e.dbURL, "--redis-url", e.redisURL,
@@ -204,19 +232,6 @@ func (e *env) serve(id string, extra ...string) *proc {
 		if e.t.Failed() {
 			e.t.Logf("log of serve %s (last lines):\n%s", id, p.log.tail(40))
 		}
-	})
-	waitFor(e.t, 30*time.Second, "serve "+id+" to answer /healthz", func() bool {
-		select {
-		case <-p.done:
-			e.t.Fatalf("serve %s exited at start:\n%s", id, p.log.tail(40))
-		default:
-		}
-		resp, err := http.Get(p.base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
 	})
 	return p
 }
@@ -558,6 +573,7 @@ func TestE2ESigkill(t *testing.T) {
 		return e.count(`SELECT count(*) FROM models WHERE last_success_at IS NOT NULL AND attempt_uid IS NULL`) == n
 	})
 	require.Zero(t, llen("processing:a"), "the dead consumer's outcomes were taken back")
+	require.ErrorIs(t, e.rdb.ZScore(ctx, e.key("consumers"), "a").Err(), redis.Nil, "the dead consumer is forgotten")
 	if left > 0 {
 		require.Contains(t, b.log.String(), "recovered outcomes of dead consumers")
 	}
@@ -632,7 +648,7 @@ func TestE2EBench(t *testing.T) {
 		out := runBenchCommand(t, "--models", "2000", "--batch-size", "500",
 			"--lateness-models", "5000", "--lateness-rate", "500", "--window", "3s")
 		for _, want := range []string{"starts/s, 1 instance", "starts/s, 2 instances", "outcomes/s, 1 instance",
-			"starts/s, plain SQL", "outcomes/s, plain SQL", "lateness p50", "lateness p99", "peak RSS"} {
+			"starts/s, plain SQL", "outcomes/s, plain SQL", "lateness p50", "lateness p99", "peak RSS", "fsync=", "synchronous_commit="} {
 			require.Contains(t, out, want)
 		}
 	})

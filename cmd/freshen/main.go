@@ -14,7 +14,8 @@ import (
 )
 
 // command is one subcommand: it parses its own flags from args and returns
-// the process exit status (2 for bad input or usage).
+// the process exit status (2 for bad input or usage). Every command prints
+// its usage on stderr, and -h or --help exits 0.
 type command struct {
 	name    string
 	summary string
@@ -41,9 +42,13 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
 		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		usage(stderr)
+		return 0
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

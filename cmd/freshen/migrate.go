@@ -19,7 +19,7 @@ import (
 func runMigrate(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("database-url", databaseURLFromEnv(), "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
+	url := fs.String("database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: freshen migrate [--database-url URL]\n\nApplies the database migrations that are missing and prints the schema version reached.\nThe tables go to the first schema of the connection's search_path.")
 		fs.PrintDefaults()
@@ -35,11 +35,14 @@ func runMigrate(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		return 2
 	}
 	if *url == "" {
+		*url = databaseURLFromEnv()
+	}
+	if *url == "" {
 		fmt.Fprintln(stderr, "freshen migrate: no database: set --database-url or DATABASE_URL")
 		return 2
 	}
 	if err := migrateDatabase(ctx, *url, stdout); err != nil {
-		fmt.Fprintf(stderr, "freshen migrate: %v\n", err)
+		fmt.Fprintf(stderr, "freshen migrate: %v\n", newRedactor(*url).Error(err))
 		return 1
 	}
 	return 0

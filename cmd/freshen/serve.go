@@ -12,9 +12,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/peterbourgon/ff/v3"
 	"github.com/redis/go-redis/v9"
 
@@ -33,12 +35,16 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "freshen serve: %v\n", err)
+		fmt.Fprintf(stderr, "freshen serve: %v\n", m.redact.Error(err))
 		return 2
 	}
 	if err := m.Run(ctx); err != nil {
-		fmt.Fprintf(stderr, "freshen serve: %v\n", err)
 		_ = m.Close()
+		if ctx.Err() != nil {
+			m.Logger.Info("stopped while starting", "err", err)
+			return 0
+		}
+		fmt.Fprintf(stderr, "freshen serve: %v\n", m.redact.Error(err))
 		return 1
 	}
 	code := 0
@@ -64,17 +70,35 @@ type ServeConfig struct {
 	RedisPrefix string
 	Addr        string
 	BatchSize   int
-	InstanceID  string
-	MaxSleep    time.Duration
-	LogLevel    slog.Level
+	// InstanceID names the instance among the outcome consumers and in
+	// pg_stat_activity (application_name "freshen/<id>").
+	InstanceID string
+	MaxSleep   time.Duration
+	LogLevel   slog.Level
 	// Migrate applies the database migrations before starting.
 	Migrate bool
 	// ConnectTimeout bounds how long Run waits for PostgreSQL and Redis to
-	// answer at start.
+	// answer at start; 0 waits until they do (the HTTP server answers
+	// /healthz and /readyz meanwhile).
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds how long Close waits for HTTP requests in
 	// flight.
 	ShutdownTimeout time.Duration
+	// Session are the settings of every database connection.
+	Session postgres.Session
+	HTTP    HTTPConfig
+}
+
+// HTTPConfig bounds what the HTTP server gives one client.
+type HTTPConfig struct {
+	ReadHeaderTimeout time.Duration // to read a request's headers
+	ReadTimeout       time.Duration // to read a whole request, body included
+	WriteTimeout      time.Duration // from the end of the headers to the end of the response
+	IdleTimeout       time.Duration // a keep-alive connection waiting for its next request
+	MaxHeaderBytes    int
+	// MaxConns bounds the connections open at once; further clients wait
+	// in the kernel's backlog until one closes.
+	MaxConns int
 }
 
 // Main is the freshen serve program, in the manner of WTF Dial's Main:
@@ -89,11 +113,13 @@ type Main struct {
 	AppliedFunc func(refresh.ConsumeResult, error)
 
 	logOut   io.Writer
-	store    *postgres.Store
+	redact   redactor
+	store    atomic.Pointer[postgres.Store]
 	client   *redis.Client
 	queue    *queue.Redis
 	server   *http.Server
 	listener net.Listener
+	router   *router
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	failed   chan error
@@ -109,22 +135,54 @@ func NewMain(logOut io.Writer) *Main {
 			BatchSize:       1000,
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
-			ConnectTimeout:  30 * time.Second,
 			ShutdownTimeout: 10 * time.Second,
+			Session:         postgres.DefaultSession(),
+			HTTP: HTTPConfig{
+				ReadHeaderTimeout: 10 * time.Second,
+				ReadTimeout:       30 * time.Second,
+				WriteTimeout:      60 * time.Second,
+				IdleTimeout:       60 * time.Second,
+				MaxHeaderBytes:    64 << 10,
+				MaxConns:          1000,
+			},
 		},
-		Logger: slog.New(slog.NewJSONHandler(logOut, nil)),
+		Logger: newLogger(logOut, slog.LevelInfo, redactor{}),
 		logOut: logOut,
 		failed: make(chan error, 1),
 	}
 }
 
+// defaultInstanceID is the host name: stable across restarts of the
+// deployment (a container's host name is its pod or container name).
 func defaultInstanceID() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
-		host = "freshen"
+		return "freshen"
 	}
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
+	return host
 }
+
+// serveUsage heads the help of freshen serve.
+const serveUsage = `usage: freshen serve [flags]
+
+Runs the scheduler, the outcome consumer and the HTTP API until SIGINT or SIGTERM.
+Every flag can also be set as FRESHEN_<FLAG> (e.g. FRESHEN_BATCH_SIZE,
+FRESHEN_DB_LOCK_TIMEOUT). Durations read "30s", "1m30s" or ISO 8601 ("PT30S").
+
+The HTTP server opens first: GET /healthz answers 200 while the process runs
+(liveness), GET /readyz answers 200 once PostgreSQL and Redis answer and 503
+naming the one that does not (readiness). The loops start once both answer.
+
+Freshen's promise that no outcome and no start is lost assumes PostgreSQL runs
+with synchronous_commit=on (its default): with it off, a commit that serve
+acknowledged (and whose job it pushed) can vanish in a server crash.
+
+The --db-* settings apply to every database connection. The idle-in-transaction
+timeout ends the session, and releases the locks, of an instance stopped in the
+middle of a pass (SIGSTOP, a frozen VM); it is below the lock timeout so that an
+API write waiting on such a lock goes through once the server ends that session.
+
+`
 
 // ParseFlags reads the configuration from args, then from FRESHEN_*
 // environment variables (FRESHEN_DATABASE_URL for --database-url, ...),
@@ -138,12 +196,31 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key; workers must use the same")
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
-	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers (keep it stable across restarts)")
-	fs.DurationVar(&c.MaxSleep, "max-sleep", c.MaxSleep, "longest the scheduler sleeps without looking at the database")
+	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
+		"keep it stable across restarts (the default is the host name: two instances on one host need distinct ids)")
+	durationVar(fs, &c.MaxSleep, "max-sleep", c.MaxSleep, "longest the scheduler sleeps without looking at the database")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply the database migrations at start")
+	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply the database migrations at start (else serve refuses a schema that is not this build's)")
+	durationVar(fs, &c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "longest to wait at start for PostgreSQL and Redis; 0 waits until they answer")
+	durationVar(fs, &c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "longest to wait at shutdown for HTTP requests in flight")
+
+	s := &c.Session
+	durationVar(fs, &s.LockTimeout, "db-lock-timeout", s.LockTimeout, "PostgreSQL lock_timeout: longest a statement waits for a row another transaction holds, then the request fails with 503; 0 keeps the server's")
+	durationVar(fs, &s.StatementTimeout, "db-statement-timeout", s.StatementTimeout, "PostgreSQL statement_timeout: longest one statement runs; 0 keeps the server's")
+	durationVar(fs, &s.IdleInTransactionTimeout, "db-idle-in-transaction-timeout", s.IdleInTransactionTimeout,
+		"PostgreSQL idle_in_transaction_session_timeout: the server ends a session idle this long inside a transaction, releasing its locks; 0 keeps the server's")
+	durationVar(fs, &s.KeepAlive, "db-keepalive", s.KeepAlive, "TCP keepalive of database connections, both ends: first probe after this much silence, 3 probes KEEPALIVE/3 apart (a dead peer is noticed within about twice this); 0 keeps the system's")
+
+	h := &c.HTTP
+	durationVar(fs, &h.ReadHeaderTimeout, "http-read-header-timeout", h.ReadHeaderTimeout, "longest to read a request's headers")
+	durationVar(fs, &h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest to read a whole request, body included")
+	durationVar(fs, &h.WriteTimeout, "http-write-timeout", h.WriteTimeout, "longest from the end of a request's headers to the end of its response")
+	durationVar(fs, &h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "longest a keep-alive connection waits for its next request")
+	fs.IntVar(&h.MaxHeaderBytes, "http-max-header-bytes", h.MaxHeaderBytes, "largest request header accepted")
+	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "most HTTP connections open at once; further clients wait until one closes")
+
 	fs.Usage = func() {
-		fmt.Fprintln(m.logOut, "usage: freshen serve [flags]\n\nRuns the scheduler, the outcome consumer and the HTTP API until SIGINT or SIGTERM.\nEvery flag can also be set as FRESHEN_<FLAG> (e.g. FRESHEN_BATCH_SIZE).")
+		fmt.Fprint(m.logOut, serveUsage)
 		fs.PrintDefaults()
 	}
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("FRESHEN")); err != nil {
@@ -158,6 +235,7 @@ func (m *Main) ParseFlags(args []string) error {
 	if c.RedisURL == "" {
 		c.RedisURL = os.Getenv("REDIS_URL")
 	}
+	m.redact = newRedactor(c.DatabaseURL, c.RedisURL)
 	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level: must be debug, info, warn or error, got %q", *level)
 	}
@@ -171,73 +249,141 @@ func (m *Main) ParseFlags(args []string) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%s must be set", strings.Join(missing, " and "))
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"--connect-timeout", c.ConnectTimeout}, {"--shutdown-timeout", c.ShutdownTimeout},
+		{"--db-lock-timeout", s.LockTimeout}, {"--db-statement-timeout", s.StatementTimeout},
+		{"--db-idle-in-transaction-timeout", s.IdleInTransactionTimeout}, {"--db-keepalive", s.KeepAlive},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%s: must be >= 0, got %s", d.name, d.v)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"--max-sleep", c.MaxSleep}, {"--http-read-header-timeout", h.ReadHeaderTimeout}, {"--http-read-timeout", h.ReadTimeout},
+		{"--http-write-timeout", h.WriteTimeout}, {"--http-idle-timeout", h.IdleTimeout},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s: must be > 0, got %s", d.name, d.v)
+		}
+	}
 	switch {
 	case c.BatchSize < 1:
 		return fmt.Errorf("--batch-size: must be >= 1, got %d", c.BatchSize)
-	case c.MaxSleep <= 0:
-		return fmt.Errorf("--max-sleep: must be > 0, got %s", c.MaxSleep)
 	case c.InstanceID == "":
 		return errors.New("--instance-id: must not be empty")
+	case h.MaxHeaderBytes < 1024:
+		return fmt.Errorf("--http-max-header-bytes: must be >= 1024, got %d", h.MaxHeaderBytes)
+	case h.MaxConns < 1:
+		return fmt.Errorf("--http-max-conns: must be >= 1, got %d", h.MaxConns)
 	}
-	m.Logger = slog.New(slog.NewJSONHandler(m.logOut, &slog.HandlerOptions{Level: c.LogLevel}))
+	s.ApplicationName = "freshen/" + c.InstanceID
+	m.Logger = newLogger(m.logOut, c.LogLevel, m.redact)
 	return nil
 }
 
-// Run connects to PostgreSQL and Redis (waiting up to ConnectTimeout for
-// them), migrates if asked, starts the scheduler, the consumer, the
-// LISTEN/NOTIFY wake-up and the HTTP server, and returns. From then on
-// errors are logged and retried; only a failure of the HTTP listener is
-// fatal, and it is sent on Failed.
+// Run opens the HTTP server (answering /healthz, and /readyz with 503 until
+// the connections exist), then connects to PostgreSQL and Redis, retrying
+// with backoff for up to ConnectTimeout (0: until they answer), checks the
+// database schema (migrating it first if asked), starts the scheduler, the
+// consumer, the publisher and the LISTEN/NOTIFY wake-up, opens the API and
+// returns. From then on errors are logged and retried; only a failure of
+// the HTTP listener is fatal, and it is sent on Failed.
+//
+// It refuses a schema of another version than this build's, and returns
+// the error of a connection that cannot succeed by waiting (a wrong
+// password, a missing database) at once.
 func (m *Main) Run(ctx context.Context) error {
 	c := m.Config
 	log := m.Logger
-	connectCtx, cancelConnect := context.WithTimeout(ctx, c.ConnectTimeout)
-	defer cancelConnect()
+	setRedisLogger(log)
 
-	if c.Migrate {
-		if err := retryConnect(connectCtx, log, "migrate database", func() error { return serveMigrate(connectCtx, c.DatabaseURL) }); err != nil {
-			return err
-		}
+	poolConfig, err := postgres.ParseConfig(c.DatabaseURL, c.Session)
+	if err != nil {
+		return fmt.Errorf("--database-url: %w", m.redact.Error(err))
 	}
-	err := retryConnect(connectCtx, log, "open database", func() error {
-		s, err := postgres.Open(connectCtx, c.DatabaseURL)
-		m.store = s
+	opt, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		return fmt.Errorf("--redis-url: %w", m.redact.Error(err))
+	}
+	m.client = redis.NewClient(opt)
+
+	m.router = newRouter(m.client, &m.store, m.redact)
+	listener, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	m.listener = newLimitListener(listener, c.HTTP.MaxConns)
+	m.server = &http.Server{
+		Handler:           m.router,
+		ReadHeaderTimeout: c.HTTP.ReadHeaderTimeout,
+		ReadTimeout:       c.HTTP.ReadTimeout,
+		WriteTimeout:      c.HTTP.WriteTimeout,
+		IdleTimeout:       c.HTTP.IdleTimeout,
+		MaxHeaderBytes:    c.HTTP.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	m.goLoop(func() {
+		if err := m.server.Serve(m.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.fail(fmt.Errorf("http server: %w", err))
+		}
+	})
+	log.Info("listening", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
+		"database_url", redactURL(c.DatabaseURL), "redis_url", redactURL(c.RedisURL))
+
+	connectCtx, cancelConnect := ctx, context.CancelFunc(func() {})
+	if c.ConnectTimeout > 0 {
+		connectCtx, cancelConnect = context.WithTimeout(ctx, c.ConnectTimeout)
+	}
+	defer cancelConnect()
+	err = retryConnect(connectCtx, log, "check database schema", func() error {
+		return checkSchema(connectCtx, poolConfig.ConnConfig, c.Migrate)
+	})
+	if err != nil {
+		return err
+	}
+	err = retryConnect(connectCtx, log, "open database", func() error {
+		s, err := postgres.Open(connectCtx, c.DatabaseURL, c.Session)
+		if err == nil {
+			m.store.Store(s)
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	opt, err := redis.ParseURL(c.RedisURL)
-	if err != nil {
-		return fmt.Errorf("--redis-url: %w", err)
-	}
-	m.client = redis.NewClient(opt)
+	store := m.store.Load()
 	err = retryConnect(connectCtx, log, "connect to redis", func() error { return m.client.Ping(connectCtx).Err() })
 	if err != nil {
 		return err
 	}
-	m.queue, err = queue.New(m.client, queue.Options{Prefix: c.RedisPrefix, Consumer: c.InstanceID, Logger: log})
+	m.queue, err = queue.New(m.client, queue.Options{Prefix: c.RedisPrefix, Consumer: c.InstanceID, Logger: log, Clock: utcClock{}})
 	if err != nil {
 		return err
 	}
 
 	metrics := &refresh.Metrics{}
-	clock := refresh.SystemClock{}
+	clock := utcClock{}
 	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{
-		Store: m.store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics,
+		Store: store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
 		return err
 	}
 	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{
-		Store: m.store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, MaxSleep: c.MaxSleep,
+		Store: store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, MaxSleep: c.MaxSleep,
 		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc, EventsFunc: publisher.Wake,
 	})
 	if err != nil {
 		return err
 	}
 	consumer, err := refresh.NewConsumer(refresh.ConsumerConfig{
-		Store: m.store, Outcomes: m.queue, Clock: clock, BatchSize: c.BatchSize,
+		Store: store, Outcomes: m.queue, Clock: clock, BatchSize: c.BatchSize,
 		Logger: log, Metrics: metrics, EventsFunc: publisher.Wake,
 		AppliedFunc: func(res refresh.ConsumeResult, err error) {
 			if res.Applied > 0 {
@@ -251,27 +397,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svc := &refresh.Service{Store: m.store, Clock: clock, Logger: log, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
-	handler := refreshhttp.NewServer(svc,
+	svc := &refresh.Service{Store: store, Clock: clock, Logger: log, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
+	api := refreshhttp.NewServer(svc,
 		refreshhttp.WithLogger(log),
 		refreshhttp.WithMetrics(metrics),
 		refreshhttp.WithCollectors(m.queue.Collectors()...),
-		refreshhttp.WithHealthCheck("postgres", func(ctx context.Context) error {
-			_, _, err := m.store.NextDue(ctx)
-			return err
-		}),
-		refreshhttp.WithHealthCheck("redis", func(ctx context.Context) error { return m.client.Ping(ctx).Err() }),
 	)
-
-	m.listener, err = net.Listen("tcp", c.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.Addr, err)
-	}
-	m.server = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
 
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
@@ -279,17 +410,14 @@ func (m *Main) Run(ctx context.Context) error {
 	m.goLoop(func() { _ = consumer.Start(loopCtx) })
 	m.goLoop(func() { _ = publisher.Start(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
-	m.goLoop(func() {
-		if err := m.server.Serve(m.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.fail(fmt.Errorf("http server: %w", err))
-		}
-	})
+	m.router.open(api)
 	log.Info("serving", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
-		"batch_size", c.BatchSize, "max_sleep", c.MaxSleep.String())
+		"batch_size", c.BatchSize, "max_sleep", c.MaxSleep)
 	return nil
 }
 
-// Addr returns the address the HTTP server listens on, once Run returned.
+// Addr returns the address the HTTP server listens on, once Run has opened
+// it.
 func (m *Main) Addr() string {
 	if m.listener == nil {
 		return ""
@@ -327,6 +455,8 @@ func (m *Main) Close() error {
 			errs = append(errs, fmt.Errorf("stop http server: %w", err))
 		}
 		cancel()
+	} else if m.listener != nil {
+		_ = m.listener.Close()
 	}
 	if m.cancel != nil {
 		m.cancel()
@@ -337,8 +467,8 @@ func (m *Main) Close() error {
 			errs = append(errs, fmt.Errorf("close redis: %w", err))
 		}
 	}
-	if m.store != nil {
-		m.store.Close()
+	if s := m.store.Load(); s != nil {
+		s.Close()
 	}
 	return errors.Join(errs...)
 }
@@ -350,11 +480,12 @@ func (m *Main) Close() error {
 // the notifications missed meanwhile.
 func (m *Main) listen(ctx context.Context, wake func()) {
 	backoff := time.Duration(0)
+	store := m.store.Load()
 	for ctx.Err() == nil {
-		ch, err := m.store.Listen(ctx)
+		ch, err := store.Listen(ctx)
 		if err != nil {
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-			m.Logger.Error("listen for due models", "err", err, "retry_in", backoff)
+			m.Logger.Error("listen for due models", "err", err, "retry_in", backoff.String())
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -372,8 +503,15 @@ func (m *Main) listen(ctx context.Context, wake func()) {
 	}
 }
 
-// retryConnect calls f until it succeeds or ctx ends, with backoff, and returns
-// f's last error if ctx ends first.
+// fatalError marks an error that waiting cannot cure.
+type fatalError struct{ error }
+
+func (e fatalError) Unwrap() error { return e.error }
+
+// retryConnect calls f until it succeeds or ctx ends, with backoff, and
+// returns f's last error if ctx ends first. It returns at once an error
+// that waiting cannot cure: a fatalError, a refused password or a missing
+// database.
 func retryConnect(ctx context.Context, log *slog.Logger, what string, f func() error) error {
 	backoff := 100 * time.Millisecond
 	for {
@@ -381,10 +519,18 @@ func retryConnect(ctx context.Context, log *slog.Logger, what string, f func() e
 		if err == nil {
 			return nil
 		}
+		var fatal fatalError
+		if errors.As(err, &fatal) {
+			return fatal.error
+		}
+		var pg *pgconn.PgError
+		if errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "28") || pg.Code == "3D000") {
+			return fmt.Errorf("%s: %w", what, err) // invalid authorization, no such database
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		log.Warn(what+" failed; retrying", "err", err, "retry_in", backoff)
+		log.Warn(what+" failed; retrying", "err", err, "retry_in", backoff.String())
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w", what, err)
@@ -394,12 +540,33 @@ func retryConnect(ctx context.Context, log *slog.Logger, what string, f func() e
 	}
 }
 
-// serveMigrate applies the migrations on a connection of its own.
-func serveMigrate(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
+// checkSchema connects with cfg, without its session timeouts (a migration
+// may take long), applies the migrations if migrate is set, and returns a
+// fatalError unless the schema is at the version this build needs.
+func checkSchema(ctx context.Context, cfg *pgx.ConnConfig, migrate bool) error {
+	cfg = cfg.Copy()
+	for _, p := range []string{"lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout"} {
+		delete(cfg.RuntimeParams, p)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	return migrations.Migrate(ctx, conn)
+	if migrate {
+		if err := migrations.Migrate(ctx, conn); err != nil {
+			return err
+		}
+	}
+	current, latest, err := migrations.Version(ctx, conn)
+	if err != nil {
+		return err
+	}
+	switch {
+	case current < latest:
+		return fatalError{fmt.Errorf("database schema is at version %d, this build needs %d: run freshen migrate", current, latest)}
+	case current > latest:
+		return fatalError{fmt.Errorf("database schema is at version %d, newer than this build (%d): upgrade freshen", current, latest)}
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/freshen-dev/freshen/queue"
 	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -58,8 +59,27 @@ func TestServeParseFlags(t *testing.T) {
 	require.Equal(t, 5*time.Second, c.MaxSleep)
 	require.Equal(t, slog.LevelDebug, c.LogLevel)
 	require.True(t, c.Migrate)
-	require.Regexp(t, `^.+-\d+$`, c.InstanceID) // hostname-pid
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	require.Equal(t, host, c.InstanceID, "the default instance id is the host name: stable across restarts")
+	require.Equal(t, "freshen/"+host, c.Session.ApplicationName)
 	require.Equal(t, queue.DefaultPrefix, c.RedisPrefix)
+	require.Equal(t, postgres.DefaultSession().LockTimeout, c.Session.LockTimeout)
+
+	// Every duration flag reads ISO 8601 too, from the command line and
+	// from the environment.
+	t.Setenv("FRESHEN_DB_LOCK_TIMEOUT", "PT2S")
+	m = NewMain(io.Discard)
+	require.NoError(t, m.ParseFlags([]string{"--max-sleep", "PT30S", "--db-idle-in-transaction-timeout", "PT1.5S",
+		"--http-idle-timeout", "P1D", "--db-statement-timeout", "0s", "--instance-id", "b-2"}))
+	c = m.Config
+	require.Equal(t, 30*time.Second, c.MaxSleep)
+	require.Equal(t, 2*time.Second, c.Session.LockTimeout)
+	require.Equal(t, 1500*time.Millisecond, c.Session.IdleInTransactionTimeout)
+	require.Zero(t, c.Session.StatementTimeout)
+	require.Equal(t, 24*time.Hour, c.HTTP.IdleTimeout)
+	require.Equal(t, "freshen/b-2", c.Session.ApplicationName)
+	t.Setenv("FRESHEN_DB_LOCK_TIMEOUT", "")
 
 	m = NewMain(io.Discard)
 	require.NoError(t, m.ParseFlags([]string{"--batch-size", "7", "--database-url", "postgres://flag/db"}))
@@ -67,12 +87,16 @@ func TestServeParseFlags(t *testing.T) {
 	require.Equal(t, "postgres://flag/db", m.Config.DatabaseURL)
 
 	for args, want := range map[string]string{
-		"--batch-size 0":      "--batch-size: must be >= 1, got 0",
-		"--log-level loud":    `--log-level: must be debug, info, warn or error, got "loud"`,
-		"--max-sleep 0s":      "--max-sleep: must be > 0, got 0s",
-		"--instance-id=":      "--instance-id: must not be empty",
-		"extra":               `unexpected argument "extra"`,
-		"--max-sleep forever": `invalid value "forever" for flag -max-sleep`,
+		"--batch-size 0":        "--batch-size: must be >= 1, got 0",
+		"--log-level loud":      `--log-level: must be debug, info, warn or error, got "loud"`,
+		"--max-sleep 0s":        "--max-sleep: must be > 0, got 0s",
+		"--instance-id=":        "--instance-id: must not be empty",
+		"extra":                 `unexpected argument "extra"`,
+		"--max-sleep forever":   `invalid value "forever" for flag -max-sleep`,
+		"--max-sleep P1M":       `invalid value "P1M" for flag -max-sleep`,
+		"--db-lock-timeout -1s": "--db-lock-timeout: must be >= 0, got -1s",
+		"--http-read-timeout 0": "--http-read-timeout: must be > 0, got 0s",
+		"--http-max-conns 0":    "--http-max-conns: must be >= 1, got 0",
 	} {
 		err := NewMain(io.Discard).ParseFlags(strings.Fields(args))
 		require.ErrorContains(t, err, want, args)
@@ -81,7 +105,7 @@ func TestServeParseFlags(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
 	t.Setenv("REDIS_URL", "")
 	t.Setenv("FRESHEN_REDIS_URL", "")
-	err := NewMain(io.Discard).ParseFlags(nil)
+	err = NewMain(io.Discard).ParseFlags(nil)
 	require.EqualError(t, err, "--database-url (or DATABASE_URL) and --redis-url (or REDIS_URL) must be set")
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,21 +12,31 @@ import (
 	"github.com/freshen-dev/freshen/scenarios"
 )
 
-// runSimulate is `freshen simulate [-f spec.json] [--format json|table|mermaid]`.
+// runSimulate is `freshen simulate [-f spec.json] [--format json|table|mermaid]
+// [--max-entries N]`. It stops at once on SIGINT or SIGTERM (exit status 130),
+// and refuses a spec whose timeline would exceed N entries (exit status 2).
 func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "spec file (JSON); standard input when empty")
 	format := fs.String("format", "json", "output format: json, table or mermaid")
+	maxEntries := fs.Int("max-entries", scenarios.DefaultMaxEntries, "most timeline entries to produce; a spec that needs more is refused (exit status 2)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: freshen simulate [-f spec.json] [--format json|table|mermaid]\n\nRuns one model through the real scheduler loop on a virtual clock and prints its timeline.")
+		fmt.Fprintln(stderr, "usage: freshen simulate [-f spec.json] [--format json|table|mermaid] [--max-entries N]\n\nRuns one model through the real scheduler loop on a virtual clock and prints its timeline.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "freshen simulate: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *maxEntries < 1 {
+		fmt.Fprintf(stderr, "freshen simulate: --max-entries: must be >= 1, got %d\n", *maxEntries)
 		return 2
 	}
 	if *format != "json" && *format != "table" && *format != "mermaid" {
@@ -49,8 +60,16 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintf(stderr, "freshen simulate: invalid spec: %v\n", err)
 		return 2
 	}
-	timeline, err := scenarios.Run(ctx, spec, lim)
-	if err != nil {
+	timeline, err := scenarios.Run(ctx, spec, lim, scenarios.WithMaxEntries(*maxEntries))
+	var tooLong *scenarios.EntriesError
+	switch {
+	case errors.As(err, &tooLong):
+		fmt.Fprintf(stderr, "freshen simulate: %v (--max-entries %d)\n", err, tooLong.Limit)
+		return 2
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintln(stderr, "freshen simulate: interrupted")
+		return 130
+	case err != nil:
 		fmt.Fprintf(stderr, "freshen simulate: %v\n", err)
 		return 1
 	}

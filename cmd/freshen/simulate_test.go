@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -72,6 +76,71 @@ func TestSimulateBadInput(t *testing.T) {
 			code := run(context.Background(), tt.args, strings.NewReader(tt.stdin), &stdout, &stderr)
 			require.Equal(t, 2, code)
 			require.Contains(t, stderr.String(), tt.want)
+			require.Empty(t, stdout.String())
+		})
+	}
+}
+
+// A spec whose timeline would exceed --max-entries is refused with exit
+// status 2 and an error naming the limit.
+func TestSimulateMaxEntries(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"simulate", "-f", "../../scenarios/thumbnail.json", "--max-entries", "5"}, nil, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr.String(), "the timeline has more than 5 entries")
+	require.Contains(t, stderr.String(), "--max-entries 5")
+	require.Empty(t, stdout.String())
+
+	code = run(context.Background(), []string{"simulate", "--max-entries", "0"}, strings.NewReader("{}"), &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr.String(), "--max-entries: must be >= 1, got 0")
+}
+
+// freshen simulate stops within a second of SIGINT or SIGTERM, even in the
+// middle of a run that would take minutes (a year of a schedule every
+// minute, with no entry limit to speak of).
+func TestSimulateStopsOnSignal(t *testing.T) {
+	t.Parallel()
+	spec := `{"start": "2026-01-01T00:00:00Z", "until": "2026-12-31T00:00:00Z",
+		"model": {"id": "runaway", "policy": {"schedule": "FREQ=MINUTELY", "timeout": "1s"}}}`
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(freshenBinary(t), "simulate", "--max-entries", "100000000")
+			stdin, err := cmd.StdinPipe()
+			require.NoError(t, err)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Start())
+			done := make(chan struct{}) // closed once the command has exited
+			go func() {
+				_ = cmd.Wait()
+				close(done)
+			}()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-done
+			})
+			// The spec, padded past a pipe's buffer: once the write returns,
+			// the command has begun reading it, so its signal handler is in
+			// place. It then parses the spec and runs.
+			_, err = io.WriteString(stdin, spec+strings.Repeat(" ", 1<<20))
+			require.NoError(t, err)
+			require.NoError(t, stdin.Close())
+			// The run has a million entries ahead of it: it is still going.
+			select {
+			case <-done:
+				t.Fatalf("simulate ended before the signal: %s\n%s", cmd.ProcessState, stderr.String())
+			default:
+			}
+			require.NoError(t, cmd.Process.Signal(sig))
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+				t.Fatalf("simulate did not stop within 1s of %s", sig)
+			}
+			require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr.String())
+			require.Contains(t, stderr.String(), "freshen simulate: interrupted")
 			require.Empty(t, stdout.String())
 		})
 	}

@@ -173,6 +173,9 @@ func (b *Bench) Close() {
 // Environment describes where the figures were measured.
 type Environment struct {
 	PostgresVersion string
+	// Fsync and SynchronousCommit are the server's settings: with either
+	// off, commits cost far less than in production.
+	Fsync, SynchronousCommit string
 	RedisVersion    string
 	CPUs            int
 	// LoadAverage is the 1, 5 and 15 minute load average of the machine,
@@ -180,10 +183,21 @@ type Environment struct {
 	LoadAverage string
 }
 
+// Durability says how durable the PostgreSQL commits measured are, e.g.
+// "fsync=on, synchronous_commit=on".
+func (e Environment) Durability() string {
+	d := "fsync=" + e.Fsync + ", synchronous_commit=" + e.SynchronousCommit
+	if e.Fsync != "on" || e.SynchronousCommit != "on" {
+		d += ": NOT DURABLE, commits cost less than in production"
+	}
+	return d
+}
+
 // Environment returns the server versions, the CPUs and the load average.
 func (b *Bench) Environment(ctx context.Context) (Environment, error) {
 	e := Environment{CPUs: runtime.NumCPU(), LoadAverage: LoadAverage()}
-	if err := b.admin.QueryRow(ctx, "SHOW server_version").Scan(&e.PostgresVersion); err != nil {
+	if err := b.admin.QueryRow(ctx, "SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit')").
+		Scan(&e.PostgresVersion, &e.Fsync, &e.SynchronousCommit); err != nil {
 		return e, fmt.Errorf("read PostgreSQL version: %w", err)
 	}
 	info, err := b.rdb.InfoMap(ctx, "server").Result()

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -27,7 +26,7 @@ const NotifyChannel = "freshen_due"
 func (s *Store) Listen(ctx context.Context) (<-chan struct{}, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
-		return nil, fmt.Errorf("listen for due models: %w", err)
+		return nil, storeError("listen for due models", err)
 	}
 	var schema *string
 	err = conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema)
@@ -36,7 +35,7 @@ func (s *Store) Listen(ctx context.Context) (<-chan struct{}, error) {
 	}
 	if err != nil {
 		conn.Close(ctx)
-		return nil, fmt.Errorf("listen for due models: %w", err)
+		return nil, storeError("listen for due models", err)
 	}
 	mine := ""
 	if schema != nil {

@@ -19,13 +19,19 @@ import (
 type bundle struct {
 	store *postgres.Store
 	pool  *pgxpool.Pool
+	// schema is the test's own schema, the pool's search_path.
+	schema string
 }
 
 // setup creates a schema of its own for the test (tb), migrates it, and
 // returns a store whose pool works in it; both are dropped at the end. It
 // skips when DATABASE_URL is unset: run the tests under
 // scripts/with-servers.sh.
-func setup(tb testing.TB) bundle {
+func setup(tb testing.TB) bundle { return setupSession(tb, postgres.Session{}) }
+
+// setupSession is setup with the session settings s on the pool's
+// connections.
+func setupSession(tb testing.TB, s postgres.Session) bundle {
 	tb.Helper()
 	url := os.Getenv("DATABASE_URL")
 	if url == "" {
@@ -39,7 +45,7 @@ func setup(tb testing.TB) bundle {
 	exec(tb, url, "CREATE SCHEMA "+schema)
 	tb.Cleanup(func() { exec(tb, url, "DROP SCHEMA "+schema+" CASCADE") })
 
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := postgres.ParseConfig(url, s)
 	require.NoError(tb, err)
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
@@ -51,7 +57,7 @@ func setup(tb testing.TB) bundle {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(tb, err)
 	tb.Cleanup(pool.Close)
-	return bundle{store: postgres.New(pool), pool: pool}
+	return bundle{store: postgres.New(pool), pool: pool, schema: schema}
 }
 
 // exec runs one statement on a connection of its own.

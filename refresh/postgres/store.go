@@ -8,6 +8,13 @@
 // operators' column updated_at.
 //
 // Times are stored with microsecond precision and read back in UTC.
+//
+// Errors carry the refresh error codes a caller acts on: EUNAVAILABLE for a
+// passing condition (a lock or statement timeout, a serialization failure,
+// a lost connection), EINVALID for data the database refuses for its
+// content (SQLSTATE classes 22 and 54), ENOTFOUND for a missing model. Open
+// gives every connection the session settings (Session) that keep one
+// stalled client from holding up the others.
 package postgres
 
 import (
@@ -36,15 +43,20 @@ type Store struct {
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
-// string) and returns a store that owns the pool.
-func Open(ctx context.Context, url string) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
+// string), with the session settings s on every connection, and returns a
+// store that owns the pool. Its errors never show a password.
+func Open(ctx context.Context, url string, s Session) (*Store, error) {
+	cfg, err := ParseConfig(url, s)
 	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, storeError("open database", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, storeError("open database", err)
 	}
 	return &Store{pool: pool, owned: true}, nil
 }
@@ -52,6 +64,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // New returns a store on pool. The caller keeps ownership: Close leaves
 // the pool open.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Ping checks that the database answers, with an *refresh.Error of code
+// EUNAVAILABLE if it does not.
+func (s *Store) Ping(ctx context.Context) error {
+	return storeError("ping database", s.pool.Ping(ctx))
+}
 
 // Close closes the pool if Open created it.
 func (s *Store) Close() {
@@ -172,7 +190,7 @@ func (s *Store) Get(ctx context.Context, id string) (refresh.Model, error) {
 		return refresh.Model{}, notFound(id)
 	}
 	if err != nil {
-		return refresh.Model{}, fmt.Errorf("get model %q: %w", id, err)
+		return refresh.Model{}, storeError(fmt.Sprintf("get model %q", id), err)
 	}
 	return m, nil
 }
@@ -196,11 +214,11 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 		LIMIT $7`,
 		f.After, f.Disabled, f.Failing, f.Running, f.Paused, f.Queue, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
+		return nil, storeError("list models", err)
 	}
 	models, err := collectModels(rows, limit, &s.policies)
 	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
+		return nil, storeError("list models", err)
 	}
 	return models, nil
 }
@@ -226,7 +244,7 @@ func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.At
 		WHERE m.id = $1
 		ORDER BY a.started_at DESC, a.seq DESC`, id, lim)
 	if err != nil {
-		return nil, fmt.Errorf("history of model %q: %w", id, err)
+		return nil, storeError(fmt.Sprintf("history of model %q", id), err)
 	}
 	defer rows.Close()
 	found := false
@@ -243,7 +261,7 @@ func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.At
 		)
 		if err := rows.Scan(&modelID, &uid, &attemptNo, &startedAt, &deadlineAt,
 			&finishedAt, &outcome, &errorKind, &errorMessage, &decision, &delay); err != nil {
-			return nil, fmt.Errorf("history of model %q: %w", id, err)
+			return nil, storeError(fmt.Sprintf("history of model %q", id), err)
 		}
 		if uid == nil {
 			continue // the model has no attempt
@@ -263,7 +281,7 @@ func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.At
 		})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history of model %q: %w", id, err)
+		return nil, storeError(fmt.Sprintf("history of model %q", id), err)
 	}
 	if !found {
 		return nil, notFound(id)
@@ -276,7 +294,7 @@ func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.At
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var next *time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT min(refresh_at) FROM models WHERE `+dueCondition).Scan(&next); err != nil {
-		return time.Time{}, false, fmt.Errorf("next due model: %w", err)
+		return time.Time{}, false, storeError("next due model", err)
 	}
 	if next == nil {
 		return time.Time{}, false, nil
@@ -298,7 +316,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("claim due models: %w", err)
+		return 0, storeError("claim due models", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
@@ -308,11 +326,11 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED`, now, limit)
 	if err != nil {
-		return 0, fmt.Errorf("claim due models: %w", err)
+		return 0, storeError("claim due models", err)
 	}
 	due, err := collectModels(rows, limit, &s.policies)
 	if err != nil {
-		return 0, fmt.Errorf("claim due models: %w", err)
+		return 0, storeError("claim due models", err)
 	}
 	if len(due) == 0 {
 		return 0, nil
@@ -322,10 +340,10 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return len(due), err
 	}
 	if err := write(ctx, tx, due, b); err != nil {
-		return len(due), fmt.Errorf("claim due models: %w", err)
+		return len(due), storeError("claim due models", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return len(due), fmt.Errorf("claim due models: commit: %w", err)
+		return len(due), storeError("claim due models: commit", err)
 	}
 	return len(due), nil
 }
@@ -369,7 +387,7 @@ func (s *Store) modifyRetry(ctx context.Context, ids []string, skipLocked bool, 
 func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn func(found []refresh.Model, busy []string) (refresh.Batch, error)) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("modify models: %w", err)
+		return storeError("modify models", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
@@ -384,14 +402,14 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 		rows, err := tx.Query(ctx, `SELECT `+modelColumns+` FROM models
 			WHERE id = ANY($1) ORDER BY id `+lock, ids)
 		if err != nil {
-			return fmt.Errorf("modify models: %w", err)
+			return storeError("modify models", err)
 		}
 		if found, err = collectModels(rows, len(ids), &s.policies); err != nil {
-			return fmt.Errorf("modify models: %w", err)
+			return storeError("modify models", err)
 		}
 		if skipLocked && len(found) < len(ids) {
 			if busy, err = s.existing(ctx, tx, ids, found); err != nil {
-				return fmt.Errorf("modify models: %w", err)
+				return storeError("modify models", err)
 			}
 		}
 	}
@@ -403,10 +421,10 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 		if errors.Is(err, errCreated) {
 			return err
 		}
-		return fmt.Errorf("modify models: %w", err)
+		return storeError("modify models", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("modify models: commit: %w", err)
+		return storeError("modify models: commit", err)
 	}
 	return nil
 }
@@ -439,20 +457,20 @@ func (s *Store) existing(ctx context.Context, tx pgx.Tx, ids []string, found []r
 func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) error) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("take events: %w", err)
+		return 0, storeError("take events", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
 	var mine bool
 	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.freshen_outbox'))`).Scan(&mine); err != nil {
-		return 0, fmt.Errorf("take events: %w", err)
+		return 0, storeError("take events", err)
 	}
 	if !mine {
 		return 0, refresh.ErrBusy
 	}
 	rows, err := tx.Query(ctx, `SELECT id, events FROM outbox ORDER BY id LIMIT 1000`)
 	if err != nil {
-		return 0, fmt.Errorf("take events: %w", err)
+		return 0, storeError("take events", err)
 	}
 	var ids []int64
 	var events []refresh.Event
@@ -461,7 +479,7 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 		var text []byte
 		if err := rows.Scan(&id, &text); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("take events: %w", err)
+			return 0, storeError("take events", err)
 		}
 		var es []refresh.Event
 		if err := json.Unmarshal(text, &es); err != nil {
@@ -473,7 +491,7 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("take events: %w", err)
+		return 0, storeError("take events", err)
 	}
 	if len(ids) == 0 {
 		return 0, nil
@@ -482,10 +500,10 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 		return 0, err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = ANY($1)`, ids); err != nil {
-		return 0, fmt.Errorf("take events: %w", err)
+		return 0, storeError("take events", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("take events: commit: %w", err)
+		return 0, storeError("take events: commit", err)
 	}
 	return len(events), nil
 }
