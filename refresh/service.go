@@ -315,11 +315,13 @@ func checkAtWrite(p Policy, now, created time.Time) []FieldError {
 // mustExist, an unknown model is ENOTFOUND (before any precondition).
 func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch, ifNoneMatch []string, trigger bool,
 	build func(old *Model) (definition, error)) (Model, bool, error) {
-	now := s.Clock.Now()
 	var out Model
 	var created bool
 	var ch changes
 	err := s.Store.Modify(ctx, []string{id}, func(found []Model) (Batch, error) {
+		// The clock is read once the model is locked: a write that waited
+		// for the lock must not date itself before what the holder wrote.
+		now := s.Clock.Now()
 		ch = changes{}
 		var old *Model
 		if len(found) > 0 {
@@ -403,19 +405,18 @@ func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, 
 	if !ValidID(id) {
 		return Model{}, Decision{}, &ValidationError{Fields: []FieldError{{Field: "id", Rule: IDRule}}}
 	}
-	now := s.Clock.Now()
-	var apply func(Model) (Model, Decision)
+	var apply func(Model, time.Time) (Model, Decision)
 	switch action {
 	case ActionTrigger:
-		apply = func(m Model) (Model, Decision) { return Trigger(m, now) }
+		apply = Trigger
 	case ActionEnable:
-		apply = func(m Model) (Model, Decision) { return Enable(m, now) }
+		apply = Enable
 	case ActionPause:
-		apply = Pause
+		apply = func(m Model, _ time.Time) (Model, Decision) { return Pause(m) }
 	case ActionResume:
-		apply = func(m Model) (Model, Decision) { return Resume(m, now) }
+		apply = Resume
 	case ActionCancel:
-		apply = func(m Model) (Model, Decision) { return Cancel(m, now) }
+		apply = Cancel
 	default:
 		return Model{}, Decision{}, Errorf(EINVALID, "unknown action %q: want trigger, enable, pause, resume or cancel", action)
 	}
@@ -426,8 +427,9 @@ func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, 
 		if len(found) == 0 {
 			return Batch{}, Errorf(ENOTFOUND, "model %q not found", id)
 		}
+		now := s.Clock.Now() // once locked, as in write
 		ch = changes{}
-		out, dec = apply(found[0])
+		out, dec = apply(found[0], now)
 		ch.add(found[0], out, dec, now)
 		return ch.Batch, nil
 	})
@@ -444,12 +446,12 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if !ValidID(id) {
 		return &ValidationError{Fields: []FieldError{{Field: "id", Rule: IDRule}}}
 	}
-	now := s.Clock.Now()
 	var ch changes
 	err := s.Store.Modify(ctx, []string{id}, func(found []Model) (Batch, error) {
 		if len(found) == 0 {
 			return Batch{}, Errorf(ENOTFOUND, "model %q not found", id)
 		}
+		now := s.Clock.Now() // once locked, as in write
 		ch = changes{}
 		m, d := Delete(found[0])
 		ch.add(found[0], m, d, now)

@@ -112,21 +112,24 @@ func TestE2EStalledInstance(t *testing.T) {
 	// For the rest of the stall, b keeps the outcomes list near empty and
 	// the models cycling.
 	doneBefore := finished()
-	maxLen := int64(0)
+	var lens []int64
 	tick := time.NewTicker(250 * time.Millisecond)
 	for time.Since(stoppedAt) < stallFor {
 		<-tick.C
 		l, err := e.rdb.LLen(ctx, e.key("outcomes")).Result()
 		require.NoError(t, err)
-		maxLen = max(maxLen, l)
+		lens = append(lens, l)
 	}
 	tick.Stop()
 	applied := finished() - doneBefore
-	t.Logf("rest of the stall: %d attempts finished, outcomes list at most %d long", applied, maxLen)
+	slices.Sort(lens)
+	median, maxLen := lens[len(lens)/2], lens[len(lens)-1]
+	t.Logf("rest of the stall: %d attempts finished, outcomes list %d long at the median, at most %d", applied, median, maxLen)
 	// A model starts again only once its outcome is applied, so a blocked
-	// consumer shows as a list of about n outcomes; a working one keeps it
-	// to what arrives between two passes (more on a busy machine).
-	require.Less(t, maxLen, int64(n/2), "outcomes pile up")
+	// consumer shows as a list of about n outcomes all the time; a working
+	// one keeps it to what arrives between two passes (more, now and then,
+	// on a busy machine).
+	require.Less(t, median, int64(n/4), "outcomes pile up")
 	require.Greater(t, applied, n, "the models go on cycling on b")
 
 	// a resumes: its transaction is gone, its passes fail once and go on.
