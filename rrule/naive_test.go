@@ -24,14 +24,33 @@ func naiveInstants(t testing.TB, c genCase, limit int64) []int64 {
 		opt, err := rrulego.StrToROption(body)
 		require.NoError(t, err, body)
 		opt.Dtstart = time.Unix(c.Start, 0).UTC()
+		start, count := opt.Dtstart, opt.Count
+		if opt.Freq == rrulego.WEEKLY && len(opt.Bysetpos) > 0 {
+			// rrule-go, like dateutil, applies BYSETPOS to the days of
+			// the first week from DTSTART on; RFC 5545 to the whole week
+			// (from WKST), dropping what precedes DTSTART afterwards. Walk
+			// from the start of DTSTART's week, with the weekday DTSTART
+			// gave by default, and count only what follows DTSTART.
+			if len(opt.Byweekday) == 0 {
+				opt.Byweekday = []rrulego.Weekday{weekdays[weekdayOf(floorDiv(c.Start, secondsPerDay))]}
+			}
+			back := floorMod(int64(weekdayOf(floorDiv(c.Start, secondsPerDay))-opt.Wkst.Day()), 7)
+			opt.Dtstart = start.AddDate(0, 0, -int(back))
+			opt.Count = 0
+		}
 		r, err := rrulego.NewRRule(*opt)
 		require.NoError(t, err, body)
 		next := r.Iterator()
+		emitted := 0
 		for {
 			w, ok := next()
-			if !ok || w.Unix() > limit {
+			if !ok || w.Unix() > limit || count > 0 && emitted == count {
 				break
 			}
+			if w.Before(start) {
+				continue
+			}
+			emitted++
 			u := resolve(loc, w.Unix()).unix
 			if c.HasUtil && u > c.Until {
 				continue
@@ -44,6 +63,9 @@ func naiveInstants(t testing.TB, c genCase, limit int64) []int64 {
 	out = slices.Compact(out)
 	return slices.DeleteFunc(out, func(u int64) bool { return slices.Contains(c.ExDates, u) })
 }
+
+// weekdays are rrule-go's weekdays, Monday first.
+var weekdays = []rrulego.Weekday{rrulego.MO, rrulego.TU, rrulego.WE, rrulego.TH, rrulego.FR, rrulego.SA, rrulego.SU}
 
 // firstAfter returns the first of the sorted instants after t.
 func firstAfter(list []int64, t int64) (int64, bool) {

@@ -454,6 +454,13 @@ func (rc *recur) check() error {
 
 // newRule builds the rule of rc anchored at the wall time start in loc.
 func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*rule, error) {
+	if dateOnlyStart {
+		// RFC 5545 3.3.10: with a DATE DTSTART, BYSECOND, BYMINUTE and
+		// BYHOUR must be ignored.
+		c := *rc
+		c.byHour, c.byMinute, c.bySecond = nil, nil, nil
+		rc = &c
+	}
 	r := &rule{
 		loc:      loc,
 		freq:     rc.freq,

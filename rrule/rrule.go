@@ -20,11 +20,29 @@
 // the schedule is their union with the RDATEs, minus the EXDATEs (matched
 // as instants). Folded lines (RFC 5545 3.1) are unfolded.
 //
-// Rules expand exactly as in rrule-go and python-dateutil, on which many
-// calendars agree. In particular DTSTART anchors the rule but is an
-// occurrence only when the rule produces it (add it as an RDATE
-// otherwise), and BYSETPOS in the first week of a WEEKLY rule counts from
-// DTSTART's day. Repeated values (BYHOUR=6,6) count once, as in dateutil.
+// Rules expand as in rrule-go and python-dateutil, on which many calendars
+// agree, except where those depart from RFC 5545 3.3.10 and the RFC is
+// clear; there the RFC wins:
+//
+//   - BYSETPOS picks among the occurrences of the whole period, and only
+//     then are those before DTSTART dropped. For WEEKLY the period is the
+//     week starting on WKST: DTSTART:20240102T120000 (a Tuesday) with
+//     FREQ=WEEKLY;BYDAY=MO,TU,SU,SA,TH;BYSETPOS=3,2 starts on 2 January
+//     (the 2nd and 3rd of Monday 1, Tuesday 2, Thursday 4, ...), where
+//     dateutil and rrule-go count from DTSTART's day and start on the 4th.
+//     The same holds for the first period of every FREQ (dateutil already
+//     agrees for the others).
+//   - With a DATE DTSTART, BYHOUR, BYMINUTE and BYSECOND are ignored
+//     (dateutil and rrule-go apply them).
+//
+// DTSTART anchors the rule but is an occurrence only when the rule
+// produces it, as in dateutil (add it as an RDATE otherwise). Repeated
+// values (BYHOUR=6,6) count once, as in dateutil. Where RFC 5545 leaves a
+// question open, dateutil's answer is taken: BYWEEKNO without BYDAY takes
+// every day of the numbered weeks (libical takes DTSTART's weekday),
+// FREQ=YEARLY with BYMONTHDAY but no BYMONTH takes every month (libical
+// takes DTSTART's month), and INTERVAL counts calendar years even with
+// BYWEEKNO (libical counts ISO week-numbering years).
 //
 // Parse refuses what RFC 5545 3.3.10 forbids (COUNT with UNTIL, BYWEEKNO
 // without FREQ=YEARLY, BYSETPOS alone, a date-only UNTIL after a DTSTART

@@ -126,11 +126,6 @@ func TestParse(t *testing.T) {
 			want: []string{"2026-03-31T16:00:00Z", "2026-04-30T16:00:00Z", "2026-05-29T16:00:00Z"},
 		},
 		{
-			name: "BYSETPOS picks within the partial first week, as dateutil does",
-			text: "DTSTART:20260107T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=MO,FR;BYSETPOS=1", after: "2026-01-01T00:00:00Z",
-			want: []string{"2026-01-09T09:00:00Z", "2026-01-12T09:00:00Z", "2026-01-19T09:00:00Z"},
-		},
-		{
 			name: "ISO week 1 with BYWEEKNO",
 			text: "DTSTART:20200101T000000Z\nRRULE:FREQ=YEARLY;BYWEEKNO=1;BYDAY=MO", after: "2026-01-01T00:00:00Z",
 			want: []string{"2027-01-04T00:00:00Z", "2028-01-03T00:00:00Z", "2029-01-01T00:00:00Z"},
@@ -157,6 +152,116 @@ func TestParse(t *testing.T) {
 			}
 			require.Equal(t, tt.want, nextN(s, utc(tt.after), n))
 		})
+	}
+}
+
+// TestFirstPeriod checks the period that holds DTSTART, where RFC 5545
+// 3.3.10 is clear and dateutil departs from it: BYSETPOS picks among the
+// occurrences of the whole period (for WEEKLY, the week from WKST), and
+// only then are those before DTSTART dropped; and a rule whose only
+// occurrences lie in that period has occurrences.
+func TestFirstPeriod(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		text string
+		want []string // every occurrence, or the first ones
+		ends bool     // want is every occurrence
+	}{
+		{
+			name: "weekly: BYSETPOS counts Monday 1 January, before DTSTART",
+			text: "DTSTART:20240102T120000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,SU,SA,TH;BYSETPOS=3,2",
+			want: []string{"2024-01-02T12:00:00Z", "2024-01-04T12:00:00Z", "2024-01-09T12:00:00Z", "2024-01-11T12:00:00Z"},
+		},
+		{
+			name: "weekly: the first pick of the week precedes DTSTART and is dropped",
+			text: "DTSTART:20260107T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=MO,FR;BYSETPOS=1",
+			want: []string{"2026-01-12T09:00:00Z", "2026-01-19T09:00:00Z", "2026-01-26T09:00:00Z"},
+		},
+		{
+			name: "weekly: the week starts on WKST",
+			text: "DTSTART:20260107T090000Z\nRRULE:FREQ=WEEKLY;WKST=WE;BYDAY=MO,FR;BYSETPOS=1",
+			want: []string{"2026-01-09T09:00:00Z", "2026-01-16T09:00:00Z", "2026-01-23T09:00:00Z"},
+		},
+		{
+			name: "monthly",
+			text: "DTSTART:20240115T090000Z\nRRULE:FREQ=MONTHLY;BYDAY=MO;BYSETPOS=1,3",
+			want: []string{"2024-01-15T09:00:00Z", "2024-02-05T09:00:00Z", "2024-02-19T09:00:00Z"},
+		},
+		{
+			name: "yearly",
+			text: "DTSTART:20240301T000000Z\nRRULE:FREQ=YEARLY;BYMONTH=1,3,5;BYMONTHDAY=1;BYSETPOS=1",
+			want: []string{"2025-01-01T00:00:00Z", "2026-01-01T00:00:00Z"},
+		},
+		{
+			name: "daily",
+			text: "DTSTART:20240301T120000Z\nRRULE:FREQ=DAILY;BYHOUR=6,12,18;BYSETPOS=1,2",
+			want: []string{"2024-03-01T12:00:00Z", "2024-03-02T06:00:00Z", "2024-03-02T12:00:00Z"},
+		},
+		{
+			name: "hourly",
+			text: "DTSTART:20240301T103000Z\nRRULE:FREQ=HOURLY;BYMINUTE=0,30,45;BYSETPOS=1,-2",
+			want: []string{"2024-03-01T10:30:00Z", "2024-03-01T11:00:00Z", "2024-03-01T11:30:00Z"},
+		},
+		{
+			name: "minutely",
+			text: "DTSTART:20240301T100020Z\nRRULE:FREQ=MINUTELY;BYSECOND=10,20,30;BYSETPOS=2",
+			want: []string{"2024-03-01T10:00:20Z", "2024-03-01T10:01:20Z"},
+		},
+		{
+			name: "COUNT counts from DTSTART, after BYSETPOS",
+			text: "DTSTART:20240102T120000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,SU,SA,TH;BYSETPOS=3,2;COUNT=3",
+			want: []string{"2024-01-02T12:00:00Z", "2024-01-04T12:00:00Z", "2024-01-09T12:00:00Z"}, ends: true,
+		},
+		{
+			name: "the only occurrence is DTSTART (29 February)",
+			text: "DTSTART:20120229T120000Z\nRRULE:FREQ=YEARLY;UNTIL=20140301T115959Z",
+			want: []string{"2012-02-29T12:00:00Z"}, ends: true,
+		},
+		{
+			name: "UNTIL equals DTSTART",
+			text: "DTSTART:19970902T090000\nRRULE:FREQ=DAILY;UNTIL=19970902T090000",
+			want: []string{"1997-09-02T09:00:00Z"}, ends: true,
+		},
+		{
+			name: "the only occurrences lie in DTSTART's week",
+			text: "DTSTART:20260107T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=WE,FR;UNTIL=20260110T000000Z",
+			want: []string{"2026-01-07T09:00:00Z", "2026-01-09T09:00:00Z"}, ends: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Parse(tt.text, Options{})
+			require.NoError(t, err)
+			n := len(tt.want)
+			if tt.ends {
+				n++
+			}
+			require.Equal(t, tt.want, nextN(s, utc("1990-01-01T00:00:00Z"), n))
+		})
+	}
+}
+
+// TestDateStartIgnoresTimeParts checks RFC 5545 3.3.10: with a DATE
+// DTSTART, BYHOUR, BYMINUTE and BYSECOND are ignored.
+func TestDateStartIgnoresTimeParts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"DTSTART;VALUE=DATE:20260105\nRRULE:FREQ=DAILY;BYHOUR=5;COUNT=3",
+			[]string{"2026-01-05T00:00:00Z", "2026-01-06T00:00:00Z", "2026-01-07T00:00:00Z"}},
+		{"DTSTART;VALUE=DATE:20260105\nRRULE:FREQ=WEEKLY;BYHOUR=5,6;BYMINUTE=30;BYSECOND=1,2;COUNT=2",
+			[]string{"2026-01-05T00:00:00Z", "2026-01-12T00:00:00Z"}},
+		{"DTSTART;VALUE=DATE:20241018\nRRULE:FREQ=DAILY;BYMINUTE=1,2,3,4;INTERVAL=2;COUNT=3",
+			[]string{"2024-10-18T00:00:00Z", "2024-10-20T00:00:00Z", "2024-10-22T00:00:00Z"}},
+	}
+	for _, tt := range tests {
+		s, err := Parse(tt.text, Options{})
+		require.NoError(t, err, tt.text)
+		require.Equal(t, tt.want, nextN(s, utc("2000-01-01T00:00:00Z"), len(tt.want)+1), tt.text)
 	}
 }
 

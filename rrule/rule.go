@@ -209,9 +209,6 @@ func (r *rule) periodStart(k int64) int64 {
 		mi := r.origin + k*r.interval
 		return daysFromCivil(int(floorDiv(mi, 12)), int(floorMod(mi, 12))+1, 1) * secondsPerDay
 	case weekly:
-		if k == 0 {
-			return floorDiv(r.start, secondsPerDay) * secondsPerDay
-		}
 		return (r.origin + 7*k*r.interval) * secondsPerDay
 	case daily:
 		return (r.origin + k*r.interval) * secondsPerDay
@@ -476,15 +473,11 @@ func (it *iter) load(k int64) bool {
 		it.monthDays(y, m)
 		total = it.nDays * len(r.times)
 	case weekly:
-		start := r.origin + 7*k*r.interval
-		first := start
-		if k == 0 {
-			first = floorDiv(r.start, secondsPerDay)
-		}
+		first := r.origin + 7*k*r.interval
 		if first > it.lim {
 			return false
 		}
-		it.weekDays(first, start+7)
+		it.weekDays(first, first+7)
 		total = it.nDays * len(r.times)
 	case daily:
 		day := r.origin + k*r.interval
@@ -745,6 +738,9 @@ func (r *rule) cycleEnd() int64 {
 // exists reports whether the rule has any occurrence.
 func (r *rule) exists() bool {
 	it := iter{r: r, lim: r.cycleEnd()}
+	if !it.advance(0) {
+		return false
+	}
 	for {
 		w, ok := it.next()
 		if !ok {
