@@ -198,3 +198,39 @@ func TestTrickyRulesMatchNaiveWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstPeriodMatchesNaiveWalk compares, from before DTSTART, rules
+// with BYSETPOS of every frequency with the naive walk, for DTSTARTs on
+// each day of a week and at several times of day: the period holding
+// DTSTART is where RFC 5545 and dateutil may part (see naiveInstants).
+func TestFirstPeriodMatchesNaiveWalk(t *testing.T) {
+	t.Parallel()
+	rules := []string{
+		"FREQ=WEEKLY;BYDAY=MO,TU,SU,SA,TH;BYSETPOS=3,2",
+		"FREQ=WEEKLY;WKST=TH;BYDAY=MO,FR,SU;BYSETPOS=1,-1",
+		"FREQ=WEEKLY;INTERVAL=2;WKST=SU;BYDAY=TU,WE;BYHOUR=6,18;BYSETPOS=2,-1;COUNT=7",
+		"FREQ=WEEKLY;BYHOUR=6,12,18;BYSETPOS=2",
+		"FREQ=MONTHLY;BYDAY=MO,WE;BYSETPOS=1,3,-1",
+		"FREQ=YEARLY;BYMONTH=3,6;BYDAY=TU;BYSETPOS=2,-2;COUNT=5",
+		"FREQ=DAILY;BYHOUR=6,12,18;BYSETPOS=1,2",
+		"FREQ=HOURLY;BYMINUTE=0,30,45;BYSETPOS=1,-2",
+		"FREQ=MINUTELY;BYSECOND=10,20,30;BYSETPOS=2",
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, body := range rules {
+		for day := range 7 {
+			for _, clock := range []int{0, 9*3600 + 30*60, 17 * 3600} {
+				c := genCase{
+					Zone: "Europe/Paris", Form: "tzid", Rules: []string{body},
+					Start: wallOf(2026, 3, 23+day, 0, 0, 0) + int64(clock),
+					From:  utc("2026-03-20T00:00:00Z").Unix(), To: utc("2026-04-20T00:00:00Z").Unix(),
+				}
+				c.Horizon = c.To + 40*secondsPerDay
+				s, err := Parse(c.Text(), c.Options())
+				require.NoError(t, err, c.Text())
+				want := naiveInstants(t, c, c.Horizon+2*secondsPerDay)
+				compareWindow(t, rng, c.Text(), s, want, c.From, c.To, c.Horizon)
+			}
+		}
+	}
+}
