@@ -13,10 +13,8 @@ import (
 // its rules, that never occurs.
 var ErrNoOccurrence = errors.New("rule has no occurrence")
 
-const (
-	maxCount    = 1_000_000
-	maxInterval = 1_000_000
-)
+// maxInterval bounds INTERVAL.
+const maxInterval = 1_000_000
 
 // property is one content line: NAME;PARAM=VALUE:VALUE.
 type property struct {
@@ -52,19 +50,28 @@ func isBareRule(s string) bool {
 func splitLines(text string) (lines []string, numbers []int) {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
+	var folded []string // pieces of the last line, when folded
+	flush := func() {
+		if len(folded) > 1 {
+			lines[len(lines)-1] = strings.Join(folded, "")
+		}
+		folded = folded[:0]
+	}
 	for i, raw := range strings.Split(text, "\n") {
 		s := strings.TrimSpace(raw)
 		if s == "" {
 			continue
 		}
-		folded := raw[0] == ' ' || raw[0] == '\t'
-		if folded && len(lines) > 0 && !startsProperty(s) {
-			lines[len(lines)-1] += s
+		if (raw[0] == ' ' || raw[0] == '\t') && len(lines) > 0 && !startsProperty(s) {
+			folded = append(folded, s)
 			continue
 		}
+		flush()
 		lines = append(lines, s)
 		numbers = append(numbers, i+1)
+		folded = append(folded, s)
 	}
+	flush()
 	return lines, numbers
 }
 
@@ -268,9 +275,9 @@ var listParts = map[string]intRange{
 	"BYSETPOS":   {1, 366, true},
 }
 
-// parseRecur parses an RRULE value. Errors name the part and the rule,
-// e.g. "BYHOUR=25: must be between 0 and 23".
-func parseRecur(value string) (*recur, error) {
+// parseRecur parses an RRULE value, with COUNT at most maxCount. Errors
+// name the part and the rule, e.g. "BYHOUR=25: must be between 0 and 23".
+func parseRecur(value string, maxCount int) (*recur, error) {
 	rc := &recur{interval: 1, seen: map[string]string{}}
 	for _, part := range strings.Split(value, ";") {
 		part = strings.TrimSpace(part)
@@ -448,212 +455,6 @@ func (rc *recur) check() error {
 		if !other {
 			return fmt.Errorf("%s: needs another BYxxx rule part to pick from", show("BYSETPOS"))
 		}
-	}
-	return nil
-}
-
-// newRule builds the rule of rc anchored at the wall time start in loc.
-func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*rule, error) {
-	if dateOnlyStart {
-		// RFC 5545 3.3.10: with a DATE DTSTART, BYSECOND, BYMINUTE and
-		// BYHOUR must be ignored.
-		c := *rc
-		c.byHour, c.byMinute, c.bySecond = nil, nil, nil
-		rc = &c
-	}
-	r := &rule{
-		loc:      loc,
-		freq:     rc.freq,
-		interval: int64(rc.interval),
-		wkst:     rc.wkst,
-		count:    rc.count,
-		start:    start,
-		byWeekNo: rc.byWeekNo,
-		bySetPos: rc.bySetPos,
-	}
-	if rc.until != "" {
-		dt, err := parseDateTime(rc.until)
-		if err != nil {
-			return nil, fmt.Errorf("UNTIL=%s: %w", rc.until, err)
-		}
-		if dt.dateOnly && !dateOnlyStart {
-			return nil, fmt.Errorf("UNTIL=%s: must be a date-time like %sT235959Z, since DTSTART has a time", rc.until, rc.until)
-		}
-		r.until, r.hasUntil = instantOf(dt, loc), true
-	}
-
-	startDay := floorDiv(start, secondsPerDay)
-	sy, sm, sd := civilFromDays(startDay)
-	sec := start - startDay*secondsPerDay
-	sh, smin, ss := int(sec/3600), int(sec/60%60), int(sec%60)
-	swd := weekdayOf(startDay)
-
-	byMonth, byMonthDay, byDay := rc.byMonth, rc.byMonthDay, rc.byDay
-	if len(rc.byWeekNo) == 0 && len(rc.byYearDay) == 0 && len(byMonthDay) == 0 && len(byDay) == 0 {
-		// Without any day part, the day comes from DTSTART.
-		switch r.freq {
-		case yearly:
-			if len(byMonth) == 0 {
-				byMonth = []int{sm}
-			}
-			byMonthDay = []int{sd}
-		case monthly:
-			byMonthDay = []int{sd}
-		case weekly:
-			byDay = []nthWeekday{{swd, 0}}
-		}
-	}
-	for _, m := range byMonth {
-		r.byMonth |= 1 << uint(m)
-	}
-	for _, d := range byMonthDay {
-		if d > 0 {
-			r.byMonthDay |= 1 << uint(d)
-		} else {
-			r.byNMonthDay |= 1 << uint(-d)
-		}
-	}
-	for _, d := range rc.byYearDay {
-		r.hasYearDay = true
-		if d > 0 {
-			bitSet(r.byYearDay[:], int64(d))
-		} else {
-			bitSet(r.byNYearDay[:], int64(-d))
-		}
-	}
-	for _, d := range byDay {
-		if d.n == 0 {
-			r.byWeekday |= 1 << uint(d.weekday)
-		} else {
-			r.byNWeekday = append(r.byNWeekday, d)
-		}
-	}
-	r.hasDayFilter = r.byMonth != 0 || r.byWeekday != 0 || r.byMonthDay|r.byNMonthDay != 0 || r.hasYearDay
-
-	// Times of day: what BYHOUR, BYMINUTE and BYSECOND leave unsaid comes
-	// from DTSTART, down to the frequency's own unit.
-	hours, minutes, seconds := rc.byHour, rc.byMinute, rc.bySecond
-	if len(hours) == 0 && r.freq < hourly {
-		hours = []int{sh}
-	}
-	if len(minutes) == 0 && r.freq < minutely {
-		minutes = []int{smin}
-	}
-	if len(seconds) == 0 && r.freq < secondly {
-		seconds = []int{ss}
-	}
-	switch r.freq {
-	case hourly:
-		r.unit, r.perDay = 3600, 24
-		for _, m := range minutes {
-			for _, s := range seconds {
-				r.times = append(r.times, int64(m*60+s))
-			}
-		}
-	case minutely:
-		r.unit, r.perDay = 60, 1440
-		for _, s := range seconds {
-			r.times = append(r.times, int64(s))
-		}
-	case secondly:
-		r.unit, r.perDay = 1, secondsPerDay
-		r.times = []int64{0}
-	default:
-		for _, h := range hours {
-			for _, m := range minutes {
-				for _, s := range seconds {
-					r.times = append(r.times, int64(h*3600+m*60+s))
-				}
-			}
-		}
-	}
-
-	if r.freq >= daily && len(r.bySetPos) > 0 {
-		// A period of one day or less always holds the same times (when
-		// its day passes), so BYSETPOS picks the same ones every time.
-		var picked []int64
-		for _, p := range r.bySetPos {
-			i := p - 1
-			if p < 0 {
-				i = len(r.times) + p
-			}
-			if i >= 0 && i < len(r.times) {
-				picked = append(picked, r.times[i])
-			}
-		}
-		if len(picked) == 0 {
-			return nil, fmt.Errorf("%w: BYSETPOS=%s picks nothing, as each %v period holds %d occurrence(s)",
-				ErrNoOccurrence, rc.seen["BYSETPOS"], r.freq, len(r.times))
-		}
-		slices.Sort(picked)
-		r.times, r.bySetPos = slices.Compact(picked), nil
-	}
-
-	switch r.freq {
-	case yearly:
-		r.origin = int64(sy)
-	case monthly:
-		r.origin = int64(sy)*12 + int64(sm-1)
-	case weekly:
-		r.origin = startDay - floorMod(int64(swd-r.wkst), 7)
-	case daily:
-		r.origin = startDay
-	default:
-		r.origin = floorDiv(start, r.unit)
-		if err := r.buildSlots(rc); err != nil {
-			return nil, err
-		}
-	}
-
-	if r.count > 0 {
-		if !r.walkCount() {
-			return nil, ErrNoOccurrence
-		}
-	} else if !r.exists() {
-		return nil, ErrNoOccurrence
-	}
-	return r, nil
-}
-
-// buildSlots computes, for HOURLY and finer, which periods of a day BYHOUR,
-// BYMINUTE and BYSECOND allow, keeping only those INTERVAL can reach from
-// DTSTART.
-func (r *rule) buildSlots(rc *recur) error {
-	filtered := len(rc.byHour) > 0 ||
-		r.freq >= minutely && len(rc.byMinute) > 0 ||
-		r.freq >= secondly && len(rc.bySecond) > 0
-	if !filtered {
-		return nil
-	}
-	in := func(list []int, v int64) bool { return len(list) == 0 || slices.Contains(list, int(v)) }
-	step := gcd(r.interval, r.perDay)
-	phase := floorMod(r.origin, step)
-	r.slots = make([]uint64, (r.perDay+63)/64)
-	any := false
-	for slot := phase; slot < r.perDay; slot += step {
-		var h, m, s int64
-		switch r.freq {
-		case hourly:
-			h = slot
-		case minutely:
-			h, m = slot/60, slot%60
-		case secondly:
-			h, m, s = slot/3600, slot/60%60, slot%60
-		}
-		if in(rc.byHour, h) && (r.freq < minutely || in(rc.byMinute, m)) && (r.freq < secondly || in(rc.bySecond, s)) {
-			bitSet(r.slots, slot)
-			any = true
-		}
-	}
-	if !any {
-		parts := []string{}
-		for _, name := range []string{"BYHOUR", "BYMINUTE", "BYSECOND"} {
-			if v, ok := rc.seen[name]; ok {
-				parts = append(parts, name+"="+v)
-			}
-		}
-		return fmt.Errorf("%w: with FREQ=%v;INTERVAL=%d from DTSTART, %s is never reached",
-			ErrNoOccurrence, r.freq, r.interval, strings.Join(parts, ";"))
 	}
 	return nil
 }

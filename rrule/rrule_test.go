@@ -288,8 +288,8 @@ func TestParseErrors(t *testing.T) {
 		{"FREQ=MONTHLY;BYDAY=MO;BYSETPOS=0", "", "BYSETPOS=0: must be between 1 and 366 or -366 and -1"},
 		{"FREQ=DAILY;BYHOUR=six", "", "BYHOUR=SIX: not a number"},
 		{"FREQ=DAILY;INTERVAL=0", "", "INTERVAL=0: must be between 1 and 1000000"},
-		{"FREQ=DAILY;COUNT=0", "", "COUNT=0: must be between 1 and 1000000"},
-		{"FREQ=DAILY;COUNT=2000000", "", "COUNT=2000000: must be between 1 and 1000000"},
+		{"FREQ=DAILY;COUNT=0", "", "COUNT=0: must be between 1 and 100000"},
+		{"FREQ=DAILY;COUNT=2000000", "", "COUNT=2000000: must be between 1 and 100000"},
 		{"FREQ=DAILY;FREQ=WEEKLY", "", "FREQ: given more than once"},
 		{"FREQ=DAILY;BYHOUR=", "", "BYHOUR=: empty value"},
 		{"FREQ=DAILY;BYEASTER=0", "", "BYEASTER=0: unknown rule part"},
@@ -543,16 +543,34 @@ func TestParseCache(t *testing.T) {
 
 func TestParseCacheBounded(t *testing.T) {
 	t.Parallel()
-	c := &parseCache{cur: map[cacheKey]cacheEntry{}}
-	for i := range 3 * cacheGeneration {
-		c.put(cacheKey{text: fmt.Sprint(i)}, cacheEntry{})
+	s, err := Parse("FREQ=DAILY", Options{})
+	require.NoError(t, err)
+	size := entryBytes(cacheKey{text: "0"}, s)
+	c := newParseCache(100 * size)
+	for i := range 300 {
+		c.put(cacheKey{text: fmt.Sprint(i % 10)}, s)
+		c.put(cacheKey{text: fmt.Sprint(i)}, s)
 		// Keep using key 0: it must survive.
 		_, ok := c.get(cacheKey{text: "0"})
 		require.True(t, ok, "entry 0 after %d puts", i)
+		require.LessOrEqual(t, c.bytes(), 2*100*size)
 	}
-	require.LessOrEqual(t, len(c.cur)+len(c.old), 2*cacheGeneration)
-	_, ok := c.get(cacheKey{text: "1"})
+	_, ok := c.get(cacheKey{text: "150"})
 	require.False(t, ok, "an unused entry ages out")
+
+	big := newParseCache(size / 2)
+	big.put(cacheKey{text: "0"}, s)
+	_, ok = big.get(cacheKey{text: "0"})
+	require.False(t, ok, "an entry larger than a generation is not kept")
+}
+
+func TestParseCacheKeepsNoRefusal(t *testing.T) {
+	t.Parallel()
+	text := "FREQ=DAILY;BYHOUR=6;BYMONTH=13"
+	_, err := Parse(text, Options{})
+	require.Error(t, err)
+	_, ok := schedules.get(cacheKey{text: text, limits: DefaultLimits})
+	require.False(t, ok)
 }
 
 func TestConcurrentUse(t *testing.T) {
@@ -586,13 +604,11 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-// TestLongCount checks a COUNT rule long enough for its checkpoints to be
-// thinned out.
+// TestLongCount checks a long COUNT rule.
 func TestLongCount(t *testing.T) {
 	t.Parallel()
-	s, err := Parse("DTSTART:20260101T000000Z\nRRULE:FREQ=SECONDLY;COUNT=1000000", Options{})
+	s, err := Parse("DTSTART:20260101T000000Z\nRRULE:FREQ=SECONDLY;COUNT=1000000", Options{Limits: Limits{MaxCount: 1_000_000}})
 	require.NoError(t, err)
-	require.LessOrEqual(t, len(s.rules[0].checkpoints), maxCheckpoints)
 	start := utc("2026-01-01T00:00:00Z")
 	last := start.Add(999999 * time.Second)
 	for i := range 500 {
