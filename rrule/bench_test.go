@@ -2,6 +2,8 @@ package rrule
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -137,6 +139,77 @@ func BenchmarkParse(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkParseWorst measures Parse, without the cache, of the costliest
+// texts within the default limits, accepted or refused; retained-B is the
+// heap a parsed schedule keeps.
+func BenchmarkParseWorst(b *testing.B) {
+	cases := append(append([]struct{ name, text string }{}, worstAccepted...), worstRefused...)
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			lim := DefaultLimits
+			parse := func() (*Schedule, error) {
+				if len(c.text) > lim.MaxBytes {
+					return nil, limitErrorf("MaxBytes", "too long")
+				}
+				src, err := read(c.text, time.UTC, &lim)
+				if err != nil {
+					return nil, err
+				}
+				return src.build(0, &lim)
+			}
+			for b.Loop() {
+				parse()
+			}
+			b.StopTimer()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			s, err := parse()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(s)
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)), "retained-B")
+			if err != nil {
+				b.Logf("refused: %.120s", err)
+			}
+		})
+	}
+}
+
+// BenchmarkNextWorst measures Next on the costliest accepted schedules, at
+// the times that take the most steps among those tried; steps is what
+// that search took and bound what Parse allows it.
+func BenchmarkNextWorst(b *testing.B) {
+	for _, c := range worstAccepted {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := Parse(c.text, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Times just after occurrences, and times over three
+			// centuries.
+			rng := rand.New(rand.NewPCG(1, 2))
+			from := worstStart.Unix() - 10*secondsPerDay
+			times := walkTimes(rng, s, from, from+1200*secondsPerDay)
+			for range 3000 {
+				times = append(times, from+rng.Int64N(300*365*secondsPerDay))
+			}
+			worst, most := int64(0), -1
+			for _, at := range times {
+				if _, _, steps := s.nextSteps(at); steps > most {
+					worst, most = at, steps
+				}
+			}
+			t := time.Unix(worst, 0)
+			for b.Loop() {
+				s.Next(t)
+			}
+			b.ReportMetric(float64(most), "steps")
+			b.ReportMetric(float64(s.bound), "bound")
 		})
 	}
 }

@@ -103,15 +103,67 @@ func (r *rule) shortestRun(n int) bool {
 	return run == 0 || run >= n
 }
 
+// cycleStart is the first day of the 400-year cycle of cycleMonths.
+var cycleStart = daysFromCivil(2000, 1, 1)
+
+// cycleDays returns the days of the 400-year cycle from cycleStart that
+// pass the rule's month table, as a bitset.
+func (r *rule) cycleDays() []uint64 {
+	days := make([]uint64, (146097+63)/64+1)
+	at := 0
+	for i, sh := range cycleMonths() {
+		m := uint64(r.months[sh] >> 1) // bit d-1 for day d
+		days[at>>6] |= m << uint(at&63)
+		if at&63 != 0 {
+			days[at>>6+1] |= m >> uint(64-at&63)
+		}
+		at += daysInMonth(2000+i/12, i%12+1)
+	}
+	return days
+}
+
+// weekCount returns how many of the 7 days from day i of the cycle pass.
+func weekCount(days []uint64, i int64) int {
+	if i+7 > 146097 {
+		n := 0
+		for d := range int64(7) {
+			if bitTest(days, (i+d)%146097) {
+				n++
+			}
+		}
+		return n
+	}
+	word := days[i>>6] >> uint(i&63)
+	if i&63 > 57 {
+		word |= days[i>>6+1] << uint(64-i&63)
+	}
+	return bits.OnesCount64(word & 0x7f)
+}
+
 // periodRuns returns the longest run of periods without an entry among
 // periods 0 to n-1 (YEARLY, MONTHLY, WEEKLY), counting a run that wraps
 // around when wrap is set, or false if none of them has an entry.
 func (r *rule) periodRuns(n int64, wrap bool) (int64, bool) {
 	it := iter{r: r, lim: maxDay}
+	var days []uint64
+	var at, step int64 // WEEKLY: the week's first day in the cycle, and the step
+	if r.weekByMo {
+		days = r.cycleDays()
+		at, step = floorMod(r.origin-cycleStart, 146097), 7*r.interval%146097
+	}
 	var longest, run, lead int64
 	seen := false
 	for k := int64(0); k < n; k++ {
-		ok, past := it.periodActive(k)
+		var ok, past bool
+		if days != nil {
+			// As periodActive, from the days of the cycle.
+			ok, past = weekCount(days, at)*r.nt >= r.minPick, r.origin+7*k*r.interval > maxDay
+			if at += step; at >= 146097 {
+				at -= 146097
+			}
+		} else {
+			ok, past = it.periodActive(k)
+		}
 		if past {
 			break
 		}
@@ -166,9 +218,9 @@ func (r *rule) smallActive() int {
 	case yearly, monthly, weekly:
 		return 3
 	case daily:
-		return 3 + 3*3
+		return 3*(1+stepsDay) + 3*(stepsScan+3)
 	default:
-		return 3*(2+r.slotScan()) + 3*3
+		return 3*(1+stepsDay+r.slotScan()) + 3*(stepsScan+3)
 	}
 }
 
@@ -225,28 +277,28 @@ func (r *rule) activeBound(w *work) (int, error) {
 		}
 		return (int(run) + 2) * cost, nil
 	}
-	scan := 0 // one nextPassingDay
+	scan, day := 0, 1 // one nextPassingDay; one iteration of active
 	if r.months != nil {
 		e, ok := r.emptyMonths()
 		if !ok {
 			return noOcc()
 		}
-		scan = e + 2
+		scan, day = stepsScan+e+2, 1+stepsDay
 	}
 	slot := r.slotScan()
 	switch {
 	case r.freq == daily && (r.months == nil || r.interval == 1 || r.shortestRun(int(r.interval))):
 		// A passing day, or the first aligned day of the next run of
 		// passing days, which holds one.
-		return 2 + scan + 1, nil
+		return 2*day + scan, nil
 	case r.freq == daily:
 	case r.interval < r.perDay && (r.slots == nil || r.aligned || r.everyDayReaches()):
 		// Every passing day has an allowed slot INTERVAL reaches: at
 		// worst the rest of this day, then the next passing day.
-		return 3 + scan + 2*slot + 1, nil
+		return 3*day + scan + 2*slot, nil
 	case r.interval >= r.perDay && r.slots == nil &&
 		(r.months == nil || r.shortestRun(int(ceilDiv(r.interval, r.perDay)))):
-		return 2 + scan + 1, nil
+		return 2*day + scan, nil
 	}
 	return r.simulate(w, scan)
 }
@@ -257,16 +309,27 @@ func (r *rule) activeBound(w *work) (int, error) {
 // origin-d*perDay modulo INTERVAL.
 func (r *rule) everyDayReaches() bool {
 	i := r.interval
-	if i > 1<<17 {
-		return false
-	}
-	good := make([]uint64, (i+63)/64)
-	for b := nextSetBit(r.slots, 0); b >= 0; b = nextSetBit(r.slots, b+1) {
-		bitSet(good, b%i)
-	}
 	c := floorMod(r.origin, i)
+	if r.nSlots <= int(r.perDay/i) {
+		// Few slots: mark the classes they fall in.
+		good := make([]uint64, (i+63)/64)
+		for b := nextSetBit(r.slots, 0); b >= 0; b = nextSetBit(r.slots, b+1) {
+			bitSet(good, b%i)
+		}
+		for range i / gcd(i, r.perDay) {
+			if !bitTest(good, c) {
+				return false
+			}
+			c = floorMod(c-r.perDay, i)
+		}
+		return true
+	}
+	// Many: walk each class until a slot.
 	for range i / gcd(i, r.perDay) {
-		if !bitTest(good, c) {
+		b := c
+		for ; b < r.perDay && !bitTest(r.slots, b); b += i {
+		}
+		if b >= r.perDay {
 			return false
 		}
 		c = floorMod(c-r.perDay, i)

@@ -593,24 +593,63 @@ func (r *rule) buildSlots(rc *recur) error {
 	if !filtered {
 		return nil
 	}
-	in := func(list []int, v int64) bool { return len(list) == 0 || slices.Contains(list, int(v)) }
-	step := gcd(r.interval, r.perDay)
-	phase := floorMod(r.origin, step)
+	// The slots BYHOUR, BYMINUTE and BYSECOND allow are the combinations
+	// of their values (all values where a part is absent or finer than
+	// the frequency's unit), of which those in INTERVAL's phase stay.
+	all := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	hours, minutes, seconds := rc.byHour, rc.byMinute, rc.bySecond
+	if len(hours) == 0 {
+		hours = all(24)
+	}
+	if len(minutes) == 0 || r.freq < minutely {
+		minutes = all(60)
+	}
+	if len(seconds) == 0 || r.freq < secondly {
+		seconds = all(60)
+	}
 	r.slots = make([]uint64, (r.perDay+63)/64)
-	for slot := phase; slot < r.perDay; slot += step {
-		var h, m, s int64
+	var secs uint64 // SECONDLY: the allowed seconds of a minute
+	for _, v := range seconds {
+		secs |= 1 << uint(v)
+	}
+	for _, h := range hours {
 		switch r.freq {
 		case hourly:
-			h = slot
+			bitSet(r.slots, int64(h))
+			continue
 		case minutely:
-			h, m = slot/60, slot%60
-		case secondly:
-			h, m, s = slot/3600, slot/60%60, slot%60
+			for _, m := range minutes {
+				bitSet(r.slots, int64(h*60+m))
+			}
+			continue
 		}
-		if in(rc.byHour, h) && (r.freq < minutely || in(rc.byMinute, m)) && (r.freq < secondly || in(rc.bySecond, s)) {
-			bitSet(r.slots, slot)
-			r.nSlots++
+		for _, m := range minutes {
+			at := h*3600 + m*60
+			r.slots[at>>6] |= secs << uint(at&63)
+			if at&63 > 4 {
+				r.slots[at>>6+1] |= secs >> uint(64-at&63)
+			}
 		}
+	}
+	if step := gcd(r.interval, r.perDay); step > 1 {
+		// Keep the slots INTERVAL reaches from DTSTART on some day.
+		phase := floorMod(r.origin, step)
+		reach := make([]uint64, len(r.slots))
+		for slot := phase; slot < r.perDay; slot += step {
+			bitSet(reach, slot)
+		}
+		for w := range r.slots {
+			r.slots[w] &= reach[w]
+		}
+	}
+	for _, w := range r.slots {
+		r.nSlots += bits.OnesCount64(w)
 	}
 	if r.nSlots == 0 {
 		parts := []string{}

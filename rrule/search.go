@@ -17,6 +17,8 @@ const (
 
 	stepsMonth       = 2 // looking at a MONTHLY period
 	stepsWeekByMonth = 3 // looking at a WEEKLY period with BYMONTH
+	stepsDay         = 3 // checking a day against the day filter
+	stepsScan        = 2 // starting a walk month by month
 )
 
 // iter expands the periods of one rule. It lives on the stack of one call.
@@ -102,6 +104,7 @@ func (it *iter) nextPassingDay(day int64) (int64, bool) {
 	y, m, d := civilFromDays(day)
 	first := day - int64(d-1)
 	wd1 := weekdayOf(first)
+	it.steps += stepsScan
 	for {
 		it.steps++
 		if first > it.lim {
@@ -231,6 +234,9 @@ func (it *iter) active(k int64) (int64, bool) {
 			if day > it.lim {
 				return 0, false
 			}
+			if r.months != nil {
+				it.steps += stepsDay
+			}
 			if r.dayPasses(day) {
 				return k, true
 			}
@@ -247,6 +253,9 @@ func (it *iter) active(k int64) (int64, bool) {
 			day := floorDiv(g, r.perDay)
 			if day > it.lim {
 				return 0, false
+			}
+			if r.months != nil {
+				it.steps += stepsDay
 			}
 			if !r.dayPasses(day) {
 				next, ok := it.nextPassingDay(day + 1)
