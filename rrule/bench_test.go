@@ -213,3 +213,23 @@ func BenchmarkNextWorst(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMinGap measures MinGap over the next 1,000 occurrences (the
+// minimum schedule interval of DESIGN.md) of a common schedule and of the
+// costliest accepted ones.
+func BenchmarkMinGap(b *testing.B) {
+	cases := append([]struct{ name, text string }{
+		{"daily-6-16", "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16"},
+	}, worstAccepted...)
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := Parse(c.text, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				s.MinGap(worstStart, 1000)
+			}
+		})
+	}
+}

@@ -20,7 +20,7 @@ import (
 //     (the search walks month by month), plus, when INTERVAL skips days
 //     or slots, either a proof that every run of passing days holds a
 //     period (the run is at least as long as the step), or a walk over
-//     the rule's whole cycle, capped by parseWork.
+//     the rule's whole cycle, whose own work is capped (see work).
 //
 // The fuzz test checks that no search exceeds its bound.
 

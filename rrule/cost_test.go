@@ -190,3 +190,5 @@ func TestCostlyMatchesNaiveWalk(t *testing.T) {
 	}
 	t.Logf("%d schedules compared", compared)
 }
+
+func newTestRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }

@@ -48,8 +48,11 @@
 // without FREQ=YEARLY, BYSETPOS alone, a date-only UNTIL after a DTSTART
 // with a time, ...), BYDAY mixing entries with and without a position
 // (which dateutil and rrule-go turn into an intersection that never
-// matches), COUNT and INTERVAL above 1,000,000, and a rule that has no
-// occurrence at all (ErrNoOccurrence).
+// matches), INTERVAL above 1,000,000, a schedule beyond its Limits
+// (*LimitError), and a rule that has no occurrence at all
+// (ErrNoOccurrence). It answers for any time: whether a schedule still
+// occurs after some instant (an UNTIL in the past) is for the caller to
+// ask, with First.
 //
 // # Daylight saving time
 //
@@ -80,21 +83,27 @@
 // the given time and look at the periods from there, so their cost (about
 // a microsecond, without allocation) does not grow with DTSTART's age.
 // Which days of a month or year pass a rule's filters depends only on the
-// month's or year's shape, so each period is looked at with a table
-// lookup, and a rule whose days pass rarely is crossed month by month.
-// A COUNT rule is walked once, at Parse, to its last occurrence, and then
-// searched like a rule with UNTIL.
+// month's or year's shape (which month, leap year or not, weekday of the
+// 1st), so each rule tabulates them once and looks at a period with a
+// table lookup; days that do not pass are crossed month by month. A COUNT
+// rule is walked once, at Parse, to its last occurrence, and then searched
+// like a rule with UNTIL. Each EXDATE that removes an occurrence records,
+// at Parse, the first occurrence after it that stays, so that a run of
+// removed occurrences costs Next nothing.
 //
 // Every schedule is bounded (see Limits): its text, rules, RDATE and
-// EXDATE values and COUNT, and the work to find one occurrence, which
-// Parse computes from the rules' structure over the calendar's 400-year
-// cycle and refuses when it exceeds Limits.MaxSteps. So Parse of any text
-// is cheap, refused or not, and Next and First of an accepted schedule
-// always answer within the bound. Parse keeps recently parsed schedules,
-// keyed by text, zone, limits and (for a schedule without DTSTART) the
-// anchor day, so the many models sharing a schedule share one Schedule;
-// the cache is bounded by the memory its schedules hold, and a refused
-// text is not kept.
+// EXDATE values and COUNT, and the work to find one occurrence. Parse
+// computes that work from the rules' structure over the calendar's
+// 400-year cycle (the longest stretch without occurrence a search may
+// have to cross) and refuses a schedule whose search may take more than
+// Limits.MaxSteps, so that Next and First of an accepted schedule always
+// answer within the bound: under a millisecond with the default limits.
+// Parse itself stays cheap for any text, refused or not.
+//
+// Parse keeps recently parsed schedules, keyed by text, zone, limits and
+// (for a schedule without DTSTART) the anchor day, so the many models
+// sharing a schedule share one Schedule. The cache is bounded by the
+// memory its schedules hold (32 MB), and a refused text is not kept.
 //
 // # Schedules without DTSTART
 //
@@ -619,9 +628,11 @@ func (s *Schedule) nextSteps(t int64) (int64, bool, int) {
 // MinGap returns the smallest distance between consecutive occurrences
 // among the first n occurrences after the time after, and false if fewer
 // than two occur. DESIGN.md's minimum schedule interval is MinGap(now,
-// 1000). It finds each occurrence as Next does, but searches again only
-// the rule that produced the last one, so its work is about n searches of
-// one rule (each within the work bound), not n of the whole schedule.
+// 1000). It finds the occurrences as Next does, but searches again only
+// the rule whose occurrence it has just used, so it takes about n searches
+// of one rule rather than n of the whole schedule: at most n times
+// Limits.MaxSteps steps, well under a millisecond for n = 1000 on common
+// schedules and a few milliseconds on the costliest accepted ones.
 func (s *Schedule) MinGap(after time.Time, n int) (time.Duration, bool) {
 	memo := make([]memoNext, len(s.rules))
 	steps := 0
