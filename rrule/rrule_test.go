@@ -623,3 +623,22 @@ func TestLongCount(t *testing.T) {
 	_, ok = s.Next(last)
 	require.False(t, ok)
 }
+
+func TestNextDoesNotAllocate(t *testing.T) {
+	texts := []string{
+		"DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16\nEXDATE;TZID=Europe/Paris:20260302T060000",
+		"DTSTART;TZID=America/New_York:20200101T000000\nRRULE:FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,-1,-2,-3",
+		"DTSTART;TZID=Europe/Paris:20200101T000000\nRRULE:FREQ=YEARLY;BYWEEKNO=1,27;BYDAY=MO;BYHOUR=8\nRDATE:20260401T000000Z",
+		"DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=SECONDLY;INTERVAL=7;BYHOUR=2;BYMINUTE=30;COUNT=1000",
+	}
+	for _, text := range texts {
+		s, err := Parse(text, Options{})
+		require.NoError(t, err)
+		at := utc("2026-03-29T00:30:00Z")
+		allocs := testing.AllocsPerRun(100, func() {
+			s.Next(at)
+			s.First(at)
+		})
+		require.Zero(t, allocs, text)
+	}
+}

@@ -123,10 +123,12 @@ type rule struct {
 	slotWords []uint64 // bit w set when slots[w] is not zero
 	nSlots    int
 	aligned   bool
+	// firstSlot and lastSlot are the first and last allowed slots;
 	// strides bounds how many steps of INTERVAL a search within a day
-	// takes to reach an allowed slot or the end of the day, when
+	// takes between them to reach an allowed slot or pass the last, when
 	// INTERVAL does not divide the day.
-	strides int
+	firstSlot, lastSlot int64
+	strides             int
 
 	// weekdays reports whether the day filter depends on the weekday only
 	// (BYDAY without position), so the days that pass repeat every week.
@@ -667,21 +669,29 @@ func (r *rule) buildSlots(rc *recur) error {
 			bitSet(r.slotWords, int64(w))
 		}
 	}
+	r.firstSlot, r.lastSlot = nextSetBit(r.slots, 0), 0
+	for w := len(r.slots) - 1; w >= 0; w-- {
+		if r.slots[w] != 0 {
+			r.lastSlot = int64(w)<<6 + int64(63-bits.LeadingZeros64(r.slots[w]))
+			break
+		}
+	}
 	if !r.aligned && r.interval < r.perDay {
-		// From each slot, the strides to the next allowed slot of its
-		// progression, or to the end of the day.
-		i := r.interval
-		dist := make([]int32, r.perDay)
-		for b := r.perDay - 1; b >= 0; b-- {
+		// From each slot between the first and the last allowed one, the
+		// strides to the next allowed slot of its progression, or past
+		// the last.
+		i, lo := r.interval, r.firstSlot
+		dist := make([]int32, r.lastSlot-lo+1)
+		for b := r.lastSlot; b >= lo; b-- {
 			switch {
 			case bitTest(r.slots, b):
-				dist[b] = 0
-			case b+i < r.perDay:
-				dist[b] = dist[b+i] + 1
+				dist[b-lo] = 0
+			case b+i <= r.lastSlot:
+				dist[b-lo] = dist[b+i-lo] + 1
 			default:
-				dist[b] = 1
+				dist[b-lo] = 1
 			}
-			r.strides = max(r.strides, int(dist[b]))
+			r.strides = max(r.strides, int(dist[b-lo]))
 		}
 	}
 	return nil

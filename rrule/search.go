@@ -149,12 +149,17 @@ func (it *iter) nextAlignedSlot(slot int64) (int64, bool) {
 			}
 		}
 	}
-	for b := slot; b < r.perDay; b += r.interval {
+	b := slot
+	if b < r.firstSlot {
+		b += ceilDiv(r.firstSlot-b, r.interval) * r.interval
+	}
+	for ; b <= r.lastSlot; b += r.interval {
 		it.steps++
 		if bitTest(r.slots, b) {
 			return b, true
 		}
 	}
+	it.steps++
 	return 0, false
 }
 
