@@ -193,12 +193,14 @@ func Parse(text string, opt Options) (*Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
+	if key.anchored = !src.hasStart; key.anchored {
+		key.day = dayOf(opt.Created, loc)
+	} else {
+		key.day = 0
+	}
 	s, err := src.build(key.day, &lim)
 	if err != nil {
 		return nil, err
-	}
-	if s.src == nil {
-		key.day, key.anchored = 0, false
 	}
 	s.key = key
 	schedules.put(key, s)
@@ -395,13 +397,14 @@ func (e ruleError) Unwrap() error { return e.err }
 // anchorDay.
 func (src *source) build(anchorDay int64, lim *Limits) (*Schedule, error) {
 	s := &Schedule{loc: src.loc, rdates: src.rdates, exdates: src.exdates}
+	s.size = 256 + 8*(len(s.rdates)+2*len(s.exdates))
 	start := src.start
 	if !src.hasStart {
 		s.src, s.anchorDay, start = src, anchorDay, anchorDay*secondsPerDay
+		s.size += 512 * len(src.rules) // the rules as read, kept for Reanchor
 	}
 	w := newWork(lim)
 	s.bound = stepsZone + 2*(bits.Len(uint(len(s.rdates)))+bits.Len(uint(len(s.exdates))))
-	s.size = 256 + 8*(len(s.rdates)+2*len(s.exdates))
 	for _, rs := range src.rules {
 		r, err := newRule(rs.rc, start, src.loc, src.dateOnly)
 		if err == nil {
