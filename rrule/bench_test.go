@@ -144,13 +144,28 @@ func BenchmarkParse(b *testing.B) {
 }
 
 // BenchmarkParseWorst measures Parse, without the cache, of the costliest
-// texts within the default limits, accepted or refused; retained-B is the
-// heap a parsed schedule keeps.
+// texts within the default limits, accepted or refused, and of the refused
+// ones again with MaxBytes raised to 1 MiB (maxbytes-1MiB/...), so that
+// the other limits refuse them; retained-B is the heap a parsed schedule
+// keeps.
 func BenchmarkParseWorst(b *testing.B) {
-	cases := append(append([]struct{ name, text string }{}, worstAccepted...), worstRefused...)
+	type limited struct {
+		name, text string
+		lim        Limits
+	}
+	var cases []limited
+	for _, c := range worstAccepted {
+		cases = append(cases, limited{c.name, c.text, DefaultLimits})
+	}
+	for _, c := range worstRefused {
+		cases = append(cases, limited{c.name, c.text, DefaultLimits})
+	}
+	for _, c := range worstRefused {
+		cases = append(cases, limited{"maxbytes-1MiB/" + c.name, c.text, Limits{MaxBytes: 1 << 20}.orDefault()})
+	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			lim := DefaultLimits
+			lim := c.lim
 			parse := func() (*Schedule, error) {
 				if len(c.text) > lim.MaxBytes {
 					return nil, limitErrorf("MaxBytes", "too long")
