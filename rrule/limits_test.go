@@ -214,3 +214,33 @@ func TestMinGapMatchesNext(t *testing.T) {
 		require.Equal(t, want, got, "%s\nn=%d", c.Text(), n)
 	}
 }
+
+// TestErrorsStayShort checks that an error quotes at most a little of a
+// long text.
+func TestErrorsStayShort(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("X", 30000)
+	for _, text := range []string{
+		long,
+		long + ":FREQ=DAILY",
+		"DTSTART;" + long + "=1:20260101T000000\nRRULE:FREQ=DAILY",
+		"DTSTART;TZID=" + long + ":20260101T000000\nRRULE:FREQ=DAILY",
+		"DTSTART;VALUE=" + long + ":20260101T000000\nRRULE:FREQ=DAILY",
+		"RRULE;" + long + "=1:FREQ=DAILY",
+		"FREQ=" + long,
+		"FREQ=DAILY;WKST=" + long,
+		"FREQ=DAILY;" + long + "=1",
+		"FREQ=DAILY;" + long,
+		"FREQ=DAILY;BYHOUR=" + long,
+		"FREQ=DAILY;INTERVAL=" + long,
+		"FREQ=DAILY;UNTIL=" + long,
+		"FREQ=WEEKLY;BYDAY=" + long,
+		"FREQ=WEEKLY;BYDAY=1" + long + "MO",
+		"FREQ=DAILY;BYMONTHDAY=" + strings.Repeat("1,", 10000) + "1;BYSETPOS=" + strings.Repeat("2,", 1000) + "1;BYDAY=1MO",
+		"DTSTART:20260101T000000\n" + long + ":1",
+	} {
+		_, err := Parse(text, Options{})
+		require.Error(t, err)
+		require.Less(t, len(err.Error()), 300, "%.60s", text)
+	}
+}

@@ -80,7 +80,7 @@ func parseProperty(s string, no int) (property, error) {
 	p := property{line: no}
 	i := strings.IndexAny(s, ";:")
 	if i <= 0 {
-		return p, fmt.Errorf("line %d: %q: want NAME:VALUE, e.g. RRULE:FREQ=DAILY", no, s)
+		return p, fmt.Errorf("line %d: %q: want NAME:VALUE, e.g. RRULE:FREQ=DAILY", no, cut(s))
 	}
 	p.name = strings.ToUpper(s[:i])
 	rest := s[i:]
@@ -95,7 +95,7 @@ func parseProperty(s string, no int) (property, error) {
 		if strings.HasPrefix(rest, `"`) {
 			end := strings.IndexByte(rest[1:], '"')
 			if end < 0 {
-				return p, fmt.Errorf("%s: parameter %s: missing closing quote", p.name, pr.name)
+				return p, fmt.Errorf("%s: parameter %s: missing closing quote", cut(p.name), cut(pr.name))
 			}
 			pr.value, rest = rest[1:end+1], rest[end+2:]
 		} else {
@@ -108,11 +108,11 @@ func parseProperty(s string, no int) (property, error) {
 		p.params = append(p.params, pr)
 	}
 	if rest == "" || rest[0] != ':' {
-		return p, fmt.Errorf("%s: missing ':' before the value", p.name)
+		return p, fmt.Errorf("%s: missing ':' before the value", cut(p.name))
 	}
 	p.value = strings.TrimSpace(rest[1:])
 	if p.value == "" {
-		return p, fmt.Errorf("%s: empty value", p.name)
+		return p, fmt.Errorf("%s: empty value", cut(p.name))
 	}
 	return p, nil
 }
@@ -183,10 +183,10 @@ func zoneParams(p property, def *time.Location) (*time.Location, bool, error) {
 			loc, tzid = l, true
 		case "VALUE":
 			if v := strings.ToUpper(pr.value); v != "DATE-TIME" && v != "DATE" {
-				return nil, false, fmt.Errorf("%s: VALUE=%s is not supported (want DATE-TIME or DATE)", p.name, pr.value)
+				return nil, false, fmt.Errorf("%s: VALUE=%s is not supported (want DATE-TIME or DATE)", p.name, cut(pr.value))
 			}
 		default:
-			return nil, false, fmt.Errorf("%s: unsupported parameter %s", p.name, pr.name)
+			return nil, false, fmt.Errorf("%s: unsupported parameter %s", p.name, cut(pr.name))
 		}
 	}
 	return loc, tzid, nil
@@ -290,10 +290,10 @@ func parseRecur(value string, maxCount int) (*recur, error) {
 			return nil, fmt.Errorf("%q: want NAME=VALUE, e.g. FREQ=DAILY", cut(part))
 		}
 		if _, dup := rc.seen[name]; dup {
-			return nil, fmt.Errorf("%s: given more than once", name)
+			return nil, fmt.Errorf("%s: given more than once", cut(name))
 		}
 		if val == "" {
-			return nil, fmt.Errorf("%s=: empty value", name)
+			return nil, fmt.Errorf("%s=: empty value", cut(name))
 		}
 		rc.seen[name] = val
 		var err error
@@ -301,7 +301,7 @@ func parseRecur(value string, maxCount int) (*recur, error) {
 		case "FREQ":
 			i := slices.Index(frequencyNames[:], val)
 			if i < 0 {
-				return nil, fmt.Errorf("FREQ=%s: unknown frequency (want YEARLY, MONTHLY, WEEKLY, DAILY, HOURLY, MINUTELY or SECONDLY)", val)
+				return nil, fmt.Errorf("FREQ=%s: unknown frequency (want YEARLY, MONTHLY, WEEKLY, DAILY, HOURLY, MINUTELY or SECONDLY)", cut(val))
 			}
 			rc.freq = frequency(i)
 		case "INTERVAL":
@@ -313,20 +313,20 @@ func parseRecur(value string, maxCount int) (*recur, error) {
 		case "WKST":
 			var ok bool
 			if rc.wkst, ok = parseWeekday(val); !ok {
-				return nil, fmt.Errorf("WKST=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", val)
+				return nil, fmt.Errorf("WKST=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", cut(val))
 			}
 		case "BYDAY":
 			rc.byDay, err = parseByDay(val)
 		default:
 			rng, ok := listParts[name]
 			if !ok {
-				return nil, fmt.Errorf("%s=%s: unknown rule part", name, cut(val))
+				return nil, fmt.Errorf("%s=%s: unknown rule part", cut(name), cut(val))
 			}
 			var list []int
 			for _, s := range strings.Split(val, ",") {
 				n, err := strconv.Atoi(strings.TrimSpace(s))
 				if err != nil {
-					return nil, fmt.Errorf("%s=%s: not a number", name, strings.TrimSpace(s))
+					return nil, fmt.Errorf("%s=%s: not a number", name, cut(strings.TrimSpace(s)))
 				}
 				if !rng.ok(n) {
 					return nil, fmt.Errorf("%s=%d: %v", name, n, rng)
@@ -367,7 +367,7 @@ func parseRecur(value string, maxCount int) (*recur, error) {
 func parseBounded(name, val string, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(val)
 	if err != nil {
-		return 0, fmt.Errorf("%s=%s: not a number", name, val)
+		return 0, fmt.Errorf("%s=%s: not a number", name, cut(val))
 	}
 	if n < lo || n > hi {
 		return 0, fmt.Errorf("%s=%d: must be between %d and %d", name, n, lo, hi)
@@ -381,20 +381,20 @@ func parseByDay(val string) ([]nthWeekday, error) {
 	for _, s := range strings.Split(val, ",") {
 		s = strings.TrimSpace(s)
 		if len(s) < 2 {
-			return nil, fmt.Errorf("BYDAY=%s: want a weekday like MO, 1MO or -1FR", s)
+			return nil, fmt.Errorf("BYDAY=%s: want a weekday like MO, 1MO or -1FR", cut(s))
 		}
 		wd, ok := parseWeekday(s[len(s)-2:])
 		if !ok {
-			return nil, fmt.Errorf("BYDAY=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", s)
+			return nil, fmt.Errorf("BYDAY=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", cut(s))
 		}
 		n := 0
 		if pos := s[:len(s)-2]; pos != "" {
 			var err error
 			if n, err = strconv.Atoi(pos); err != nil {
-				return nil, fmt.Errorf("BYDAY=%s: want a weekday like MO, 1MO or -1FR", s)
+				return nil, fmt.Errorf("BYDAY=%s: want a weekday like MO, 1MO or -1FR", cut(s))
 			}
 			if n == 0 || n > 53 || n < -53 {
-				return nil, fmt.Errorf("BYDAY=%s: the position must be between 1 and 53 or -53 and -1", s)
+				return nil, fmt.Errorf("BYDAY=%s: the position must be between 1 and 53 or -53 and -1", cut(s))
 			}
 		}
 		if n == 0 {
@@ -410,7 +410,7 @@ func parseByDay(val string) ([]nthWeekday, error) {
 	if withPos && without {
 		// dateutil and rrule-go would keep only the days matching both,
 		// which is never what was meant.
-		return nil, fmt.Errorf("BYDAY=%s: mixing weekdays with and without a position is not supported; use BYSETPOS or several RRULE lines", val)
+		return nil, fmt.Errorf("BYDAY=%s: mixing weekdays with and without a position is not supported; use BYSETPOS or several RRULE lines", cut(val))
 	}
 	return out, nil
 }
@@ -418,7 +418,7 @@ func parseByDay(val string) ([]nthWeekday, error) {
 // check applies the restrictions of RFC 5545 3.3.10 that depend on FREQ.
 func (rc *recur) check() error {
 	f := rc.freq
-	show := func(name string) string { return name + "=" + rc.seen[name] }
+	show := func(name string) string { return name + "=" + cut(rc.seen[name]) }
 	if rc.count > 0 && rc.until != "" {
 		return errors.New("COUNT and UNTIL: only one of them may be given")
 	}

@@ -309,7 +309,7 @@ func read(text string, loc *time.Location, lim *Limits) (*source, error) {
 			dates = append(dates, p)
 			nExDates += strings.Count(p.value, ",") + 1
 		default:
-			return nil, fmt.Errorf("line %d: %s: unsupported property (want DTSTART, RRULE, RDATE or EXDATE)", p.line, p.name)
+			return nil, fmt.Errorf("line %d: %s: unsupported property (want DTSTART, RRULE, RDATE or EXDATE)", p.line, cut(p.name))
 		}
 	}
 	switch {
@@ -379,7 +379,7 @@ func read(text string, loc *time.Location, lim *Limits) (*source, error) {
 
 func readRule(p property, maxCount int) (*recur, error) {
 	if len(p.params) > 0 {
-		return nil, fmt.Errorf("RRULE: unsupported parameter %s", p.params[0].name)
+		return nil, fmt.Errorf("RRULE: unsupported parameter %s", cut(p.params[0].name))
 	}
 	return parseRecur(p.value, maxCount)
 }

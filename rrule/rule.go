@@ -322,7 +322,7 @@ func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*r
 	if rc.until != "" {
 		dt, err := parseDateTime(rc.until)
 		if err != nil {
-			return nil, fmt.Errorf("UNTIL=%s: %w", rc.until, err)
+			return nil, fmt.Errorf("UNTIL=%s: %w", cut(rc.until), err)
 		}
 		if dt.dateOnly && !dateOnlyStart {
 			return nil, fmt.Errorf("UNTIL=%s: must be a date-time like %sT235959Z, since DTSTART has a time", rc.until, rc.until)
@@ -423,7 +423,7 @@ func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*r
 		}
 		if len(picked) == 0 {
 			return nil, fmt.Errorf("%w: BYSETPOS=%s picks nothing, as each %v period holds %d occurrence(s)",
-				ErrNoOccurrence, rc.seen["BYSETPOS"], r.freq, r.nt)
+				ErrNoOccurrence, cut(rc.seen["BYSETPOS"]), r.freq, r.nt)
 		}
 		slices.Sort(picked)
 		r.picked = slices.Compact(picked)
@@ -657,7 +657,7 @@ func (r *rule) buildSlots(rc *recur) error {
 		parts := []string{}
 		for _, name := range []string{"BYHOUR", "BYMINUTE", "BYSECOND"} {
 			if v, ok := rc.seen[name]; ok {
-				parts = append(parts, name+"="+v)
+				parts = append(parts, name+"="+cut(v))
 			}
 		}
 		return fmt.Errorf("%w: with FREQ=%v;INTERVAL=%d from DTSTART, %s is never reached",

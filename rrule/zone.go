@@ -165,7 +165,7 @@ func loadLocation(name string) (*time.Location, error) {
 	// Local depends on the machine; a schedule must not.
 	loc, err := time.LoadLocation(name)
 	if err != nil || name == "Local" {
-		return nil, fmt.Errorf("unknown time zone %q", name)
+		return nil, fmt.Errorf("unknown time zone %q", cut(name))
 	}
 	// Only known zones are kept, so the cache stays as small as the
 	// zone database.
