@@ -215,7 +215,14 @@ const stepsWallAt = 4
 // smallActive bounds active over a day or two.
 func (r *rule) smallActive() int {
 	switch r.freq {
-	case yearly, monthly, weekly:
+	case yearly:
+		return 3
+	case monthly:
+		return 3 * stepsMonth
+	case weekly:
+		if r.weekByMo {
+			return 3 * stepsWeekByMonth
+		}
 		return 3
 	case daily:
 		return 3*(1+stepsDay) + 3*(stepsScan+3)
