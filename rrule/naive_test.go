@@ -238,3 +238,56 @@ func TestFirstPeriodMatchesNaiveWalk(t *testing.T) {
 		}
 	}
 }
+
+// TestLongGapsMatchNaiveWalk compares rules with the naive walk across
+// the longest zone changes: Samoa skipped 30 December 2011 (a 24-hour
+// gap), Kwajalein 21 August 1993, and Lord Howe moves by half an hour.
+// It also checks that no search takes more steps than its bound there.
+func TestLongGapsMatchNaiveWalk(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(59, 61))
+	edges := []struct {
+		zone string
+		at   time.Time
+	}{
+		{"Pacific/Apia", time.Date(2011, 12, 30, 10, 0, 0, 0, time.UTC)},
+		{"Pacific/Kwajalein", time.Date(1993, 8, 20, 12, 0, 0, 0, time.UTC)},
+		{"Australia/Lord_Howe", time.Date(2026, 10, 3, 15, 30, 0, 0, time.UTC)},
+	}
+	rules := []string{
+		"FREQ=HOURLY;INTERVAL=5",
+		"FREQ=MINUTELY;INTERVAL=45;BYHOUR=0,1,2,23",
+		"FREQ=SECONDLY;INTERVAL=1793;BYMINUTE=0,30",
+		"FREQ=DAILY;BYHOUR=0,2,12,23;BYMINUTE=0,30",
+		"FREQ=WEEKLY;BYDAY=TH,FR,SA;BYHOUR=1,13",
+		"FREQ=HOURLY;BYSETPOS=-1;BYMINUTE=10,50",
+	}
+	for _, e := range edges {
+		for _, body := range rules {
+			loc := resolveZone(t, e.zone)
+			start := e.at.Add(-3 * 24 * time.Hour).In(loc)
+			c := genCase{
+				Zone: e.zone, Form: "tzid", Rules: []string{body},
+				Start: wallOf(start.Year(), int(start.Month()), start.Day(), 0, 0, 0),
+				From:  e.at.Add(-2 * 24 * time.Hour).Unix(), To: e.at.Add(2 * 24 * time.Hour).Unix(),
+			}
+			c.Horizon = c.To + 2*secondsPerDay
+			s, err := Parse(c.Text(), c.Options())
+			require.NoError(t, err, c.Text())
+			want := naiveInstants(t, c, c.Horizon+2*secondsPerDay)
+			compareWindow(t, rng, c.Text(), s, want, c.From, c.To, c.Horizon)
+			var times []int64
+			for at := c.From; at < c.To; at += 611 {
+				times = append(times, at)
+			}
+			requireWithinBound(t, s, c.Text(), times)
+		}
+	}
+}
+
+func resolveZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := loadLocation(name)
+	require.NoError(t, err)
+	return loc
+}
