@@ -2,6 +2,8 @@ package rrule
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -76,7 +78,7 @@ func BenchmarkNext(b *testing.B) {
 				}
 			})
 			b.Run(rc.name+"/"+age.name+"/fast", func(b *testing.B) {
-				s, err := Parse(text, Options{})
+				s, err := Parse(text, Options{Limits: benchLimits})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -89,7 +91,7 @@ func BenchmarkNext(b *testing.B) {
 				b.ReportMetric(medianPerCall(func(t time.Time) { s.Next(t) }, queries), "p50-ns")
 			})
 			b.Run(rc.name+"/"+age.name+"/fast-with-parse", func(b *testing.B) {
-				opt := Options{Timezone: "Europe/Paris", Created: now}
+				opt := Options{Timezone: "Europe/Paris", Created: now, Limits: benchLimits}
 				if _, err := Parse(text, opt); err != nil {
 					b.Fatal(err)
 				}
@@ -127,12 +129,126 @@ func BenchmarkParse(b *testing.B) {
 		{"minutely-count-1e6", "DTSTART;TZID=Europe/Paris:20200101T000000\nRRULE:FREQ=MINUTELY;INTERVAL=10;COUNT=1000000"},
 	} {
 		b.Run(rc.name, func(b *testing.B) {
-			loc, _ := loadLocation("")
+			lim := Limits{MaxCount: 1_000_000}.orDefault()
 			for b.Loop() {
-				if _, _, err := parse(rc.text, loc, 0); err != nil {
+				src, err := read(rc.text, time.UTC, &lim)
+				if err == nil {
+					_, err = src.build(0, &lim)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
 }
+
+// BenchmarkParseWorst measures Parse, without the cache, of the costliest
+// texts within the default limits, accepted or refused, and of the refused
+// ones again with MaxBytes raised to 1 MiB (maxbytes-1MiB/...), so that
+// the other limits refuse them; retained-B is the heap a parsed schedule
+// keeps.
+func BenchmarkParseWorst(b *testing.B) {
+	type limited struct {
+		name, text string
+		lim        Limits
+	}
+	var cases []limited
+	for _, c := range worstAccepted {
+		cases = append(cases, limited{c.name, c.text, DefaultLimits})
+	}
+	for _, c := range worstRefused {
+		cases = append(cases, limited{c.name, c.text, DefaultLimits})
+	}
+	for _, c := range worstRefused {
+		cases = append(cases, limited{"maxbytes-1MiB/" + c.name, c.text, Limits{MaxBytes: 1 << 20}.orDefault()})
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			lim := c.lim
+			parse := func() (*Schedule, error) {
+				if len(c.text) > lim.MaxBytes {
+					return nil, limitErrorf("MaxBytes", "too long")
+				}
+				src, err := read(c.text, time.UTC, &lim)
+				if err != nil {
+					return nil, err
+				}
+				return src.build(0, &lim)
+			}
+			for b.Loop() {
+				parse()
+			}
+			b.StopTimer()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			s, err := parse()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(s)
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)), "retained-B")
+			if err != nil {
+				b.Logf("refused: %.120s", err)
+			}
+		})
+	}
+}
+
+// BenchmarkNextWorst measures Next on the costliest accepted schedules, at
+// the times that take the most steps among those tried; steps is what
+// that search took and bound what Parse allows it.
+func BenchmarkNextWorst(b *testing.B) {
+	for _, c := range worstAccepted {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := Parse(c.text, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Times just after occurrences, and times over three
+			// centuries.
+			rng := rand.New(rand.NewPCG(1, 2))
+			from := worstStart.Unix() - 10*secondsPerDay
+			times := walkTimes(rng, s, from, from+1200*secondsPerDay)
+			for range 3000 {
+				times = append(times, from+rng.Int64N(300*365*secondsPerDay))
+			}
+			worst, most := int64(0), -1
+			for _, at := range times {
+				if _, _, steps := s.nextSteps(at); steps > most {
+					worst, most = at, steps
+				}
+			}
+			t := time.Unix(worst, 0)
+			for b.Loop() {
+				s.Next(t)
+			}
+			b.ReportMetric(float64(most), "steps")
+			b.ReportMetric(float64(s.bound), "bound")
+		})
+	}
+}
+
+// BenchmarkMinGap measures MinGap over the next 1,000 occurrences (the
+// minimum schedule interval of DESIGN.md) of a common schedule and of the
+// costliest accepted ones.
+func BenchmarkMinGap(b *testing.B) {
+	cases := append([]struct{ name, text string }{
+		{"daily-6-16", "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16"},
+	}, worstAccepted...)
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := Parse(c.text, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				s.MinGap(worstStart, 1000)
+			}
+		})
+	}
+}
+
+// benchLimits let BenchmarkNext keep its COUNT=1000000 rule, above the
+// default MaxCount.
+var benchLimits = Limits{MaxCount: 1_000_000}

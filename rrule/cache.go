@@ -2,60 +2,89 @@ package rrule
 
 import "sync"
 
-// cacheKey identifies a parse: the text, the zone name, and the anchor day
-// when the text has no DTSTART.
+// cacheKey identifies a parse: the text, the zone name, the limits, and
+// the anchor day when the text has no DTSTART.
 type cacheKey struct {
 	text     string
 	zone     string
+	limits   Limits
 	day      int64
 	anchored bool
 }
 
-type cacheEntry struct {
-	s   *Schedule
-	err error
-}
+// cacheBytes bounds the memory the cache holds: its schedules (as
+// estimated by Schedule.size) and their texts. It keeps two generations of
+// at most half as much each; a schedule used in the older generation moves
+// to the current one, so schedules in use stay while unused ones age out.
+const cacheBytes = 32 << 20
 
-// cacheGeneration bounds the cache: it keeps at most two generations of
-// this many entries. An entry used in the older generation moves to the
-// current one, so schedules in use stay while unused ones age out.
-const cacheGeneration = 2048
-
-// parseCache is a bounded map, safe for concurrent use.
+// parseCache is a map bounded by bytes, safe for concurrent use. Only
+// schedules that Parse accepted are kept.
 type parseCache struct {
 	mu       sync.RWMutex
-	cur, old map[cacheKey]cacheEntry
+	max      int // bytes per generation
+	cur, old map[cacheKey]*Schedule
+	curBytes int
 }
 
-var schedules = &parseCache{cur: map[cacheKey]cacheEntry{}}
+var schedules = newParseCache(cacheBytes / 2)
 
-func (c *parseCache) get(k cacheKey) (cacheEntry, bool) {
+func newParseCache(maxBytes int) *parseCache {
+	return &parseCache{max: maxBytes, cur: map[cacheKey]*Schedule{}}
+}
+
+// bytes estimates the memory an entry holds.
+func entryBytes(k cacheKey, s *Schedule) int {
+	return len(k.text) + len(k.zone) + s.size + 128
+}
+
+func (c *parseCache) get(k cacheKey) (*Schedule, bool) {
 	c.mu.RLock()
-	e, ok := c.cur[k]
+	s, ok := c.cur[k]
 	c.mu.RUnlock()
 	if ok {
-		return e, true
+		return s, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok = c.cur[k]; ok {
-		return e, true
+	if s, ok = c.cur[k]; ok {
+		return s, true
 	}
-	if e, ok = c.old[k]; ok {
-		c.putLocked(k, e)
+	if s, ok = c.old[k]; ok {
+		delete(c.old, k)
+		c.putLocked(k, s)
 	}
-	return e, ok
+	return s, ok
 }
 
-func (c *parseCache) put(k cacheKey, e cacheEntry) {
+func (c *parseCache) put(k cacheKey, s *Schedule) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.putLocked(k, e)
+	c.putLocked(k, s)
 }
 
-func (c *parseCache) putLocked(k cacheKey, e cacheEntry) {
-	if len(c.cur) >= cacheGeneration {
-		c.old, c.cur = c.cur, make(map[cacheKey]cacheEntry, cacheGeneration)
+func (c *parseCache) putLocked(k cacheKey, s *Schedule) {
+	n := entryBytes(k, s)
+	if n > c.max {
+		return // larger than a generation: not kept
 	}
-	c.cur[k] = e
+	if _, ok := c.cur[k]; ok {
+		return
+	}
+	if c.curBytes+n > c.max {
+		c.old, c.cur, c.curBytes = c.cur, map[cacheKey]*Schedule{}, 0
+	}
+	c.cur[k] = s
+	c.curBytes += n
+}
+
+// bytes returns the memory the cache holds, estimated.
+func (c *parseCache) bytes() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := c.curBytes
+	for k, s := range c.old {
+		n += entryBytes(k, s)
+	}
+	return n
 }

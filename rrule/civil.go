@@ -42,27 +42,11 @@ func isLeap(y int) bool {
 	return y%4 == 0 && (y%100 != 0 || y%400 == 0)
 }
 
-func daysInYear(y int) int {
-	if isLeap(y) {
-		return 366
-	}
-	return 365
-}
-
 func daysInMonth(y, m int) int {
 	if m == 2 && isLeap(y) {
 		return 29
 	}
 	return cumulativeDays[m] - cumulativeDays[m-1]
-}
-
-// yearDay returns the 1-based day of the year of y-m-d.
-func yearDay(y, m, d int) int {
-	n := cumulativeDays[m-1] + d
-	if m > 2 && isLeap(y) {
-		n++
-	}
-	return n
 }
 
 // daysFromCivil returns the day number of y-m-d in the proleptic Gregorian

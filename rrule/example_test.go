@@ -1,6 +1,7 @@
 package rrule_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -61,4 +62,45 @@ func ExampleParse_error() {
 	_, err := rrule.Parse("FREQ=DAILY;BYHOUR=25", rrule.Options{})
 	fmt.Println(err)
 	// Output: BYHOUR=25: must be between 0 and 23
+}
+
+// MinGap measures how close together a schedule's occurrences come: here
+// the spring change in Paris puts 01:00 and 03:00 one hour apart.
+func ExampleSchedule_MinGap() {
+	s, err := rrule.Parse("DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=1,3", rrule.Options{})
+	if err != nil {
+		panic(err)
+	}
+	gap, _ := s.MinGap(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), 1000)
+	fmt.Println(gap)
+	// Output: 1h0m0s
+}
+
+// A schedule beyond a limit is refused with a *LimitError naming the
+// limit.
+func ExampleLimitError() {
+	_, err := rrule.Parse("DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY\nRRULE:FREQ=WEEKLY", rrule.Options{Limits: rrule.Limits{MaxRules: 1}})
+	var le *rrule.LimitError
+	if errors.As(err, &le) {
+		fmt.Println(le.Limit+":", err)
+	}
+	// Output: MaxRules: RRULE: at most 1 rules per schedule, got 2
+}
+
+// A schedule without DTSTART starts on its model's creation day; Reanchor
+// moves a parsed one to another day without reading the text again.
+func ExampleSchedule_Reanchor() {
+	s, err := rrule.Parse("FREQ=DAILY;INTERVAL=3;BYHOUR=9", rrule.Options{Created: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		panic(err)
+	}
+	r, err := s.Reanchor(time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		panic(err)
+	}
+	at := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
+	a, _ := s.Next(at)
+	b, _ := r.Next(at)
+	fmt.Println(s.Anchored(), a.Format(time.RFC3339), b.Format(time.RFC3339))
+	// Output: true 2026-03-04T09:00:00Z 2026-03-05T09:00:00Z
 }

@@ -24,14 +24,33 @@ func naiveInstants(t testing.TB, c genCase, limit int64) []int64 {
 		opt, err := rrulego.StrToROption(body)
 		require.NoError(t, err, body)
 		opt.Dtstart = time.Unix(c.Start, 0).UTC()
+		start, count := opt.Dtstart, opt.Count
+		if opt.Freq == rrulego.WEEKLY && len(opt.Bysetpos) > 0 {
+			// rrule-go, like dateutil, applies BYSETPOS to the days of
+			// the first week from DTSTART on; RFC 5545 to the whole week
+			// (from WKST), dropping what precedes DTSTART afterwards. Walk
+			// from the start of DTSTART's week, with the weekday DTSTART
+			// gave by default, and count only what follows DTSTART.
+			if len(opt.Byweekday) == 0 {
+				opt.Byweekday = []rrulego.Weekday{weekdays[weekdayOf(floorDiv(c.Start, secondsPerDay))]}
+			}
+			back := floorMod(int64(weekdayOf(floorDiv(c.Start, secondsPerDay))-opt.Wkst.Day()), 7)
+			opt.Dtstart = start.AddDate(0, 0, -int(back))
+			opt.Count = 0
+		}
 		r, err := rrulego.NewRRule(*opt)
 		require.NoError(t, err, body)
 		next := r.Iterator()
+		emitted := 0
 		for {
 			w, ok := next()
-			if !ok || w.Unix() > limit {
+			if !ok || w.Unix() > limit || count > 0 && emitted == count {
 				break
 			}
+			if w.Before(start) {
+				continue
+			}
+			emitted++
 			u := resolve(loc, w.Unix()).unix
 			if c.HasUtil && u > c.Until {
 				continue
@@ -44,6 +63,9 @@ func naiveInstants(t testing.TB, c genCase, limit int64) []int64 {
 	out = slices.Compact(out)
 	return slices.DeleteFunc(out, func(u int64) bool { return slices.Contains(c.ExDates, u) })
 }
+
+// weekdays are rrule-go's weekdays, Monday first.
+var weekdays = []rrulego.Weekday{rrulego.MO, rrulego.TU, rrulego.WE, rrulego.TH, rrulego.FR, rrulego.SA, rrulego.SU}
 
 // firstAfter returns the first of the sorted instants after t.
 func firstAfter(list []int64, t int64) (int64, bool) {
@@ -175,4 +197,97 @@ func TestTrickyRulesMatchNaiveWalk(t *testing.T) {
 			compareWindow(t, rng, fmt.Sprintf("zone %s:\n%s", zone, c.Text()), s, want, c.From, c.To, c.Horizon)
 		}
 	}
+}
+
+// TestFirstPeriodMatchesNaiveWalk compares, from before DTSTART, rules
+// with BYSETPOS of every frequency with the naive walk, for DTSTARTs on
+// each day of a week and at several times of day: the period holding
+// DTSTART is where RFC 5545 and dateutil may part (see naiveInstants).
+func TestFirstPeriodMatchesNaiveWalk(t *testing.T) {
+	t.Parallel()
+	rules := []string{
+		"FREQ=WEEKLY;BYDAY=MO,TU,SU,SA,TH;BYSETPOS=3,2",
+		"FREQ=WEEKLY;WKST=TH;BYDAY=MO,FR,SU;BYSETPOS=1,-1",
+		"FREQ=WEEKLY;INTERVAL=2;WKST=SU;BYDAY=TU,WE;BYHOUR=6,18;BYSETPOS=2,-1;COUNT=7",
+		"FREQ=WEEKLY;BYHOUR=6,12,18;BYSETPOS=2",
+		"FREQ=MONTHLY;BYDAY=MO,WE;BYSETPOS=1,3,-1",
+		"FREQ=YEARLY;BYMONTH=3,6;BYDAY=TU;BYSETPOS=2,-2;COUNT=5",
+		"FREQ=DAILY;BYHOUR=6,12,18;BYSETPOS=1,2",
+		"FREQ=HOURLY;BYMINUTE=0,30,45;BYSETPOS=1,-2",
+		"FREQ=MINUTELY;BYSECOND=10,20,30;BYSETPOS=2",
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, body := range rules {
+		for day := range 7 {
+			for _, clock := range []int{0, 9*3600 + 30*60, 17 * 3600} {
+				c := genCase{
+					Zone: "Europe/Paris", Form: "tzid", Rules: []string{body},
+					Start: wallOf(2026, 3, 23+day, 0, 0, 0) + int64(clock),
+					From:  utc("2026-03-20T00:00:00Z").Unix(), To: utc("2026-04-20T00:00:00Z").Unix(),
+				}
+				c.Horizon = c.To + 40*secondsPerDay
+				if strings.Contains(body, "HOURLY") || strings.Contains(body, "MINUTELY") {
+					c.To = utc("2026-04-02T00:00:00Z").Unix()
+					c.Horizon = c.To + 2*secondsPerDay
+				}
+				s, err := Parse(c.Text(), c.Options())
+				require.NoError(t, err, c.Text())
+				want := naiveInstants(t, c, c.Horizon+2*secondsPerDay)
+				compareWindow(t, rng, c.Text(), s, want, c.From, c.To, c.Horizon)
+			}
+		}
+	}
+}
+
+// TestLongGapsMatchNaiveWalk compares rules with the naive walk across
+// the longest zone changes: Samoa skipped 30 December 2011 (a 24-hour
+// gap), Kwajalein 21 August 1993, and Lord Howe moves by half an hour.
+// It also checks that no search takes more steps than its bound there.
+func TestLongGapsMatchNaiveWalk(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(59, 61))
+	edges := []struct {
+		zone string
+		at   time.Time
+	}{
+		{"Pacific/Apia", time.Date(2011, 12, 30, 10, 0, 0, 0, time.UTC)},
+		{"Pacific/Kwajalein", time.Date(1993, 8, 20, 12, 0, 0, 0, time.UTC)},
+		{"Australia/Lord_Howe", time.Date(2026, 10, 3, 15, 30, 0, 0, time.UTC)},
+	}
+	rules := []string{
+		"FREQ=HOURLY;INTERVAL=5",
+		"FREQ=MINUTELY;INTERVAL=45;BYHOUR=0,1,2,23",
+		"FREQ=SECONDLY;INTERVAL=1793;BYMINUTE=0,30",
+		"FREQ=DAILY;BYHOUR=0,2,12,23;BYMINUTE=0,30",
+		"FREQ=WEEKLY;BYDAY=TH,FR,SA;BYHOUR=1,13",
+		"FREQ=HOURLY;BYSETPOS=-1;BYMINUTE=10,50",
+	}
+	for _, e := range edges {
+		for _, body := range rules {
+			loc := resolveZone(t, e.zone)
+			start := e.at.Add(-3 * 24 * time.Hour).In(loc)
+			c := genCase{
+				Zone: e.zone, Form: "tzid", Rules: []string{body},
+				Start: wallOf(start.Year(), int(start.Month()), start.Day(), 0, 0, 0),
+				From:  e.at.Add(-2 * 24 * time.Hour).Unix(), To: e.at.Add(2 * 24 * time.Hour).Unix(),
+			}
+			c.Horizon = c.To + 2*secondsPerDay
+			s, err := Parse(c.Text(), c.Options())
+			require.NoError(t, err, c.Text())
+			want := naiveInstants(t, c, c.Horizon+2*secondsPerDay)
+			compareWindow(t, rng, c.Text(), s, want, c.From, c.To, c.Horizon)
+			var times []int64
+			for at := c.From; at < c.To; at += 611 {
+				times = append(times, at)
+			}
+			requireWithinBound(t, s, c.Text(), times)
+		}
+	}
+}
+
+func resolveZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := loadLocation(name)
+	require.NoError(t, err)
+	return loc
 }

@@ -13,10 +13,8 @@ import (
 // its rules, that never occurs.
 var ErrNoOccurrence = errors.New("rule has no occurrence")
 
-const (
-	maxCount    = 1_000_000
-	maxInterval = 1_000_000
-)
+// maxInterval bounds INTERVAL.
+const maxInterval = 1_000_000
 
 // property is one content line: NAME;PARAM=VALUE:VALUE.
 type property struct {
@@ -52,19 +50,28 @@ func isBareRule(s string) bool {
 func splitLines(text string) (lines []string, numbers []int) {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
+	var folded []string // pieces of the last line, when folded
+	flush := func() {
+		if len(folded) > 1 {
+			lines[len(lines)-1] = strings.Join(folded, "")
+		}
+		folded = folded[:0]
+	}
 	for i, raw := range strings.Split(text, "\n") {
 		s := strings.TrimSpace(raw)
 		if s == "" {
 			continue
 		}
-		folded := raw[0] == ' ' || raw[0] == '\t'
-		if folded && len(lines) > 0 && !startsProperty(s) {
-			lines[len(lines)-1] += s
+		if (raw[0] == ' ' || raw[0] == '\t') && len(lines) > 0 && !startsProperty(s) {
+			folded = append(folded, s)
 			continue
 		}
+		flush()
 		lines = append(lines, s)
 		numbers = append(numbers, i+1)
+		folded = append(folded, s)
 	}
+	flush()
 	return lines, numbers
 }
 
@@ -73,7 +80,7 @@ func parseProperty(s string, no int) (property, error) {
 	p := property{line: no}
 	i := strings.IndexAny(s, ";:")
 	if i <= 0 {
-		return p, fmt.Errorf("line %d: %q: want NAME:VALUE, e.g. RRULE:FREQ=DAILY", no, s)
+		return p, fmt.Errorf("line %d: %q: want NAME:VALUE, e.g. RRULE:FREQ=DAILY", no, cut(s))
 	}
 	p.name = strings.ToUpper(s[:i])
 	rest := s[i:]
@@ -88,7 +95,7 @@ func parseProperty(s string, no int) (property, error) {
 		if strings.HasPrefix(rest, `"`) {
 			end := strings.IndexByte(rest[1:], '"')
 			if end < 0 {
-				return p, fmt.Errorf("%s: parameter %s: missing closing quote", p.name, pr.name)
+				return p, fmt.Errorf("%s: parameter %s: missing closing quote", cut(p.name), cut(pr.name))
 			}
 			pr.value, rest = rest[1:end+1], rest[end+2:]
 		} else {
@@ -101,11 +108,11 @@ func parseProperty(s string, no int) (property, error) {
 		p.params = append(p.params, pr)
 	}
 	if rest == "" || rest[0] != ':' {
-		return p, fmt.Errorf("%s: missing ':' before the value", p.name)
+		return p, fmt.Errorf("%s: missing ':' before the value", cut(p.name))
 	}
 	p.value = strings.TrimSpace(rest[1:])
 	if p.value == "" {
-		return p, fmt.Errorf("%s: empty value", p.name)
+		return p, fmt.Errorf("%s: empty value", cut(p.name))
 	}
 	return p, nil
 }
@@ -176,10 +183,10 @@ func zoneParams(p property, def *time.Location) (*time.Location, bool, error) {
 			loc, tzid = l, true
 		case "VALUE":
 			if v := strings.ToUpper(pr.value); v != "DATE-TIME" && v != "DATE" {
-				return nil, false, fmt.Errorf("%s: VALUE=%s is not supported (want DATE-TIME or DATE)", p.name, pr.value)
+				return nil, false, fmt.Errorf("%s: VALUE=%s is not supported (want DATE-TIME or DATE)", p.name, cut(pr.value))
 			}
 		default:
-			return nil, false, fmt.Errorf("%s: unsupported parameter %s", p.name, pr.name)
+			return nil, false, fmt.Errorf("%s: unsupported parameter %s", p.name, cut(pr.name))
 		}
 	}
 	return loc, tzid, nil
@@ -268,9 +275,9 @@ var listParts = map[string]intRange{
 	"BYSETPOS":   {1, 366, true},
 }
 
-// parseRecur parses an RRULE value. Errors name the part and the rule,
-// e.g. "BYHOUR=25: must be between 0 and 23".
-func parseRecur(value string) (*recur, error) {
+// parseRecur parses an RRULE value, with COUNT at most maxCount. Errors
+// name the part and the rule, e.g. "BYHOUR=25: must be between 0 and 23".
+func parseRecur(value string, maxCount int) (*recur, error) {
 	rc := &recur{interval: 1, seen: map[string]string{}}
 	for _, part := range strings.Split(value, ";") {
 		part = strings.TrimSpace(part)
@@ -283,10 +290,10 @@ func parseRecur(value string) (*recur, error) {
 			return nil, fmt.Errorf("%q: want NAME=VALUE, e.g. FREQ=DAILY", cut(part))
 		}
 		if _, dup := rc.seen[name]; dup {
-			return nil, fmt.Errorf("%s: given more than once", name)
+			return nil, fmt.Errorf("%s: given more than once", cut(name))
 		}
 		if val == "" {
-			return nil, fmt.Errorf("%s=: empty value", name)
+			return nil, fmt.Errorf("%s=: empty value", cut(name))
 		}
 		rc.seen[name] = val
 		var err error
@@ -294,7 +301,7 @@ func parseRecur(value string) (*recur, error) {
 		case "FREQ":
 			i := slices.Index(frequencyNames[:], val)
 			if i < 0 {
-				return nil, fmt.Errorf("FREQ=%s: unknown frequency (want YEARLY, MONTHLY, WEEKLY, DAILY, HOURLY, MINUTELY or SECONDLY)", val)
+				return nil, fmt.Errorf("FREQ=%s: unknown frequency (want YEARLY, MONTHLY, WEEKLY, DAILY, HOURLY, MINUTELY or SECONDLY)", cut(val))
 			}
 			rc.freq = frequency(i)
 		case "INTERVAL":
@@ -306,20 +313,20 @@ func parseRecur(value string) (*recur, error) {
 		case "WKST":
 			var ok bool
 			if rc.wkst, ok = parseWeekday(val); !ok {
-				return nil, fmt.Errorf("WKST=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", val)
+				return nil, fmt.Errorf("WKST=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", cut(val))
 			}
 		case "BYDAY":
 			rc.byDay, err = parseByDay(val)
 		default:
 			rng, ok := listParts[name]
 			if !ok {
-				return nil, fmt.Errorf("%s=%s: unknown rule part", name, cut(val))
+				return nil, fmt.Errorf("%s=%s: unknown rule part", cut(name), cut(val))
 			}
 			var list []int
 			for _, s := range strings.Split(val, ",") {
 				n, err := strconv.Atoi(strings.TrimSpace(s))
 				if err != nil {
-					return nil, fmt.Errorf("%s=%s: not a number", name, strings.TrimSpace(s))
+					return nil, fmt.Errorf("%s=%s: not a number", name, cut(strings.TrimSpace(s)))
 				}
 				if !rng.ok(n) {
 					return nil, fmt.Errorf("%s=%d: %v", name, n, rng)
@@ -360,7 +367,7 @@ func parseRecur(value string) (*recur, error) {
 func parseBounded(name, val string, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(val)
 	if err != nil {
-		return 0, fmt.Errorf("%s=%s: not a number", name, val)
+		return 0, fmt.Errorf("%s=%s: not a number", name, cut(val))
 	}
 	if n < lo || n > hi {
 		return 0, fmt.Errorf("%s=%d: must be between %d and %d", name, n, lo, hi)
@@ -374,20 +381,20 @@ func parseByDay(val string) ([]nthWeekday, error) {
 	for _, s := range strings.Split(val, ",") {
 		s = strings.TrimSpace(s)
 		if len(s) < 2 {
-			return nil, fmt.Errorf("BYDAY=%s: want a weekday like MO, 1MO or -1FR", s)
+			return nil, fmt.Errorf("BYDAY=%s: want a weekday like MO, 1MO or -1FR", cut(s))
 		}
 		wd, ok := parseWeekday(s[len(s)-2:])
 		if !ok {
-			return nil, fmt.Errorf("BYDAY=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", s)
+			return nil, fmt.Errorf("BYDAY=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", cut(s))
 		}
 		n := 0
 		if pos := s[:len(s)-2]; pos != "" {
 			var err error
 			if n, err = strconv.Atoi(pos); err != nil {
-				return nil, fmt.Errorf("BYDAY=%s: want a weekday like MO, 1MO or -1FR", s)
+				return nil, fmt.Errorf("BYDAY=%s: want a weekday like MO, 1MO or -1FR", cut(s))
 			}
 			if n == 0 || n > 53 || n < -53 {
-				return nil, fmt.Errorf("BYDAY=%s: the position must be between 1 and 53 or -53 and -1", s)
+				return nil, fmt.Errorf("BYDAY=%s: the position must be between 1 and 53 or -53 and -1", cut(s))
 			}
 		}
 		if n == 0 {
@@ -403,7 +410,7 @@ func parseByDay(val string) ([]nthWeekday, error) {
 	if withPos && without {
 		// dateutil and rrule-go would keep only the days matching both,
 		// which is never what was meant.
-		return nil, fmt.Errorf("BYDAY=%s: mixing weekdays with and without a position is not supported; use BYSETPOS or several RRULE lines", val)
+		return nil, fmt.Errorf("BYDAY=%s: mixing weekdays with and without a position is not supported; use BYSETPOS or several RRULE lines", cut(val))
 	}
 	return out, nil
 }
@@ -411,7 +418,7 @@ func parseByDay(val string) ([]nthWeekday, error) {
 // check applies the restrictions of RFC 5545 3.3.10 that depend on FREQ.
 func (rc *recur) check() error {
 	f := rc.freq
-	show := func(name string) string { return name + "=" + rc.seen[name] }
+	show := func(name string) string { return name + "=" + cut(rc.seen[name]) }
 	if rc.count > 0 && rc.until != "" {
 		return errors.New("COUNT and UNTIL: only one of them may be given")
 	}
@@ -448,205 +455,6 @@ func (rc *recur) check() error {
 		if !other {
 			return fmt.Errorf("%s: needs another BYxxx rule part to pick from", show("BYSETPOS"))
 		}
-	}
-	return nil
-}
-
-// newRule builds the rule of rc anchored at the wall time start in loc.
-func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*rule, error) {
-	r := &rule{
-		loc:      loc,
-		freq:     rc.freq,
-		interval: int64(rc.interval),
-		wkst:     rc.wkst,
-		count:    rc.count,
-		start:    start,
-		byWeekNo: rc.byWeekNo,
-		bySetPos: rc.bySetPos,
-	}
-	if rc.until != "" {
-		dt, err := parseDateTime(rc.until)
-		if err != nil {
-			return nil, fmt.Errorf("UNTIL=%s: %w", rc.until, err)
-		}
-		if dt.dateOnly && !dateOnlyStart {
-			return nil, fmt.Errorf("UNTIL=%s: must be a date-time like %sT235959Z, since DTSTART has a time", rc.until, rc.until)
-		}
-		r.until, r.hasUntil = instantOf(dt, loc), true
-	}
-
-	startDay := floorDiv(start, secondsPerDay)
-	sy, sm, sd := civilFromDays(startDay)
-	sec := start - startDay*secondsPerDay
-	sh, smin, ss := int(sec/3600), int(sec/60%60), int(sec%60)
-	swd := weekdayOf(startDay)
-
-	byMonth, byMonthDay, byDay := rc.byMonth, rc.byMonthDay, rc.byDay
-	if len(rc.byWeekNo) == 0 && len(rc.byYearDay) == 0 && len(byMonthDay) == 0 && len(byDay) == 0 {
-		// Without any day part, the day comes from DTSTART.
-		switch r.freq {
-		case yearly:
-			if len(byMonth) == 0 {
-				byMonth = []int{sm}
-			}
-			byMonthDay = []int{sd}
-		case monthly:
-			byMonthDay = []int{sd}
-		case weekly:
-			byDay = []nthWeekday{{swd, 0}}
-		}
-	}
-	for _, m := range byMonth {
-		r.byMonth |= 1 << uint(m)
-	}
-	for _, d := range byMonthDay {
-		if d > 0 {
-			r.byMonthDay |= 1 << uint(d)
-		} else {
-			r.byNMonthDay |= 1 << uint(-d)
-		}
-	}
-	for _, d := range rc.byYearDay {
-		r.hasYearDay = true
-		if d > 0 {
-			bitSet(r.byYearDay[:], int64(d))
-		} else {
-			bitSet(r.byNYearDay[:], int64(-d))
-		}
-	}
-	for _, d := range byDay {
-		if d.n == 0 {
-			r.byWeekday |= 1 << uint(d.weekday)
-		} else {
-			r.byNWeekday = append(r.byNWeekday, d)
-		}
-	}
-	r.hasDayFilter = r.byMonth != 0 || r.byWeekday != 0 || r.byMonthDay|r.byNMonthDay != 0 || r.hasYearDay
-
-	// Times of day: what BYHOUR, BYMINUTE and BYSECOND leave unsaid comes
-	// from DTSTART, down to the frequency's own unit.
-	hours, minutes, seconds := rc.byHour, rc.byMinute, rc.bySecond
-	if len(hours) == 0 && r.freq < hourly {
-		hours = []int{sh}
-	}
-	if len(minutes) == 0 && r.freq < minutely {
-		minutes = []int{smin}
-	}
-	if len(seconds) == 0 && r.freq < secondly {
-		seconds = []int{ss}
-	}
-	switch r.freq {
-	case hourly:
-		r.unit, r.perDay = 3600, 24
-		for _, m := range minutes {
-			for _, s := range seconds {
-				r.times = append(r.times, int64(m*60+s))
-			}
-		}
-	case minutely:
-		r.unit, r.perDay = 60, 1440
-		for _, s := range seconds {
-			r.times = append(r.times, int64(s))
-		}
-	case secondly:
-		r.unit, r.perDay = 1, secondsPerDay
-		r.times = []int64{0}
-	default:
-		for _, h := range hours {
-			for _, m := range minutes {
-				for _, s := range seconds {
-					r.times = append(r.times, int64(h*3600+m*60+s))
-				}
-			}
-		}
-	}
-
-	if r.freq >= daily && len(r.bySetPos) > 0 {
-		// A period of one day or less always holds the same times (when
-		// its day passes), so BYSETPOS picks the same ones every time.
-		var picked []int64
-		for _, p := range r.bySetPos {
-			i := p - 1
-			if p < 0 {
-				i = len(r.times) + p
-			}
-			if i >= 0 && i < len(r.times) {
-				picked = append(picked, r.times[i])
-			}
-		}
-		if len(picked) == 0 {
-			return nil, fmt.Errorf("%w: BYSETPOS=%s picks nothing, as each %v period holds %d occurrence(s)",
-				ErrNoOccurrence, rc.seen["BYSETPOS"], r.freq, len(r.times))
-		}
-		slices.Sort(picked)
-		r.times, r.bySetPos = slices.Compact(picked), nil
-	}
-
-	switch r.freq {
-	case yearly:
-		r.origin = int64(sy)
-	case monthly:
-		r.origin = int64(sy)*12 + int64(sm-1)
-	case weekly:
-		r.origin = startDay - floorMod(int64(swd-r.wkst), 7)
-	case daily:
-		r.origin = startDay
-	default:
-		r.origin = floorDiv(start, r.unit)
-		if err := r.buildSlots(rc); err != nil {
-			return nil, err
-		}
-	}
-
-	if r.count > 0 {
-		if !r.walkCount() {
-			return nil, ErrNoOccurrence
-		}
-	} else if !r.exists() {
-		return nil, ErrNoOccurrence
-	}
-	return r, nil
-}
-
-// buildSlots computes, for HOURLY and finer, which periods of a day BYHOUR,
-// BYMINUTE and BYSECOND allow, keeping only those INTERVAL can reach from
-// DTSTART.
-func (r *rule) buildSlots(rc *recur) error {
-	filtered := len(rc.byHour) > 0 ||
-		r.freq >= minutely && len(rc.byMinute) > 0 ||
-		r.freq >= secondly && len(rc.bySecond) > 0
-	if !filtered {
-		return nil
-	}
-	in := func(list []int, v int64) bool { return len(list) == 0 || slices.Contains(list, int(v)) }
-	step := gcd(r.interval, r.perDay)
-	phase := floorMod(r.origin, step)
-	r.slots = make([]uint64, (r.perDay+63)/64)
-	any := false
-	for slot := phase; slot < r.perDay; slot += step {
-		var h, m, s int64
-		switch r.freq {
-		case hourly:
-			h = slot
-		case minutely:
-			h, m = slot/60, slot%60
-		case secondly:
-			h, m, s = slot/3600, slot/60%60, slot%60
-		}
-		if in(rc.byHour, h) && (r.freq < minutely || in(rc.byMinute, m)) && (r.freq < secondly || in(rc.bySecond, s)) {
-			bitSet(r.slots, slot)
-			any = true
-		}
-	}
-	if !any {
-		parts := []string{}
-		for _, name := range []string{"BYHOUR", "BYMINUTE", "BYSECOND"} {
-			if v, ok := rc.seen[name]; ok {
-				parts = append(parts, name+"="+v)
-			}
-		}
-		return fmt.Errorf("%w: with FREQ=%v;INTERVAL=%d from DTSTART, %s is never reached",
-			ErrNoOccurrence, r.freq, r.interval, strings.Join(parts, ";"))
 	}
 	return nil
 }

@@ -126,11 +126,6 @@ func TestParse(t *testing.T) {
 			want: []string{"2026-03-31T16:00:00Z", "2026-04-30T16:00:00Z", "2026-05-29T16:00:00Z"},
 		},
 		{
-			name: "BYSETPOS picks within the partial first week, as dateutil does",
-			text: "DTSTART:20260107T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=MO,FR;BYSETPOS=1", after: "2026-01-01T00:00:00Z",
-			want: []string{"2026-01-09T09:00:00Z", "2026-01-12T09:00:00Z", "2026-01-19T09:00:00Z"},
-		},
-		{
 			name: "ISO week 1 with BYWEEKNO",
 			text: "DTSTART:20200101T000000Z\nRRULE:FREQ=YEARLY;BYWEEKNO=1;BYDAY=MO", after: "2026-01-01T00:00:00Z",
 			want: []string{"2027-01-04T00:00:00Z", "2028-01-03T00:00:00Z", "2029-01-01T00:00:00Z"},
@@ -160,6 +155,116 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestFirstPeriod checks the period that holds DTSTART, where RFC 5545
+// 3.3.10 is clear and dateutil departs from it: BYSETPOS picks among the
+// occurrences of the whole period (for WEEKLY, the week from WKST), and
+// only then are those before DTSTART dropped; and a rule whose only
+// occurrences lie in that period has occurrences.
+func TestFirstPeriod(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		text string
+		want []string // every occurrence, or the first ones
+		ends bool     // want is every occurrence
+	}{
+		{
+			name: "weekly: BYSETPOS counts Monday 1 January, before DTSTART",
+			text: "DTSTART:20240102T120000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,SU,SA,TH;BYSETPOS=3,2",
+			want: []string{"2024-01-02T12:00:00Z", "2024-01-04T12:00:00Z", "2024-01-09T12:00:00Z", "2024-01-11T12:00:00Z"},
+		},
+		{
+			name: "weekly: the first pick of the week precedes DTSTART and is dropped",
+			text: "DTSTART:20260107T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=MO,FR;BYSETPOS=1",
+			want: []string{"2026-01-12T09:00:00Z", "2026-01-19T09:00:00Z", "2026-01-26T09:00:00Z"},
+		},
+		{
+			name: "weekly: the week starts on WKST",
+			text: "DTSTART:20260107T090000Z\nRRULE:FREQ=WEEKLY;WKST=WE;BYDAY=MO,FR;BYSETPOS=1",
+			want: []string{"2026-01-09T09:00:00Z", "2026-01-16T09:00:00Z", "2026-01-23T09:00:00Z"},
+		},
+		{
+			name: "monthly",
+			text: "DTSTART:20240115T090000Z\nRRULE:FREQ=MONTHLY;BYDAY=MO;BYSETPOS=1,3",
+			want: []string{"2024-01-15T09:00:00Z", "2024-02-05T09:00:00Z", "2024-02-19T09:00:00Z"},
+		},
+		{
+			name: "yearly",
+			text: "DTSTART:20240301T000000Z\nRRULE:FREQ=YEARLY;BYMONTH=1,3,5;BYMONTHDAY=1;BYSETPOS=1",
+			want: []string{"2025-01-01T00:00:00Z", "2026-01-01T00:00:00Z"},
+		},
+		{
+			name: "daily",
+			text: "DTSTART:20240301T120000Z\nRRULE:FREQ=DAILY;BYHOUR=6,12,18;BYSETPOS=1,2",
+			want: []string{"2024-03-01T12:00:00Z", "2024-03-02T06:00:00Z", "2024-03-02T12:00:00Z"},
+		},
+		{
+			name: "hourly",
+			text: "DTSTART:20240301T103000Z\nRRULE:FREQ=HOURLY;BYMINUTE=0,30,45;BYSETPOS=1,-2",
+			want: []string{"2024-03-01T10:30:00Z", "2024-03-01T11:00:00Z", "2024-03-01T11:30:00Z"},
+		},
+		{
+			name: "minutely",
+			text: "DTSTART:20240301T100020Z\nRRULE:FREQ=MINUTELY;BYSECOND=10,20,30;BYSETPOS=2",
+			want: []string{"2024-03-01T10:00:20Z", "2024-03-01T10:01:20Z"},
+		},
+		{
+			name: "COUNT counts from DTSTART, after BYSETPOS",
+			text: "DTSTART:20240102T120000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,SU,SA,TH;BYSETPOS=3,2;COUNT=3",
+			want: []string{"2024-01-02T12:00:00Z", "2024-01-04T12:00:00Z", "2024-01-09T12:00:00Z"}, ends: true,
+		},
+		{
+			name: "the only occurrence is DTSTART (29 February)",
+			text: "DTSTART:20120229T120000Z\nRRULE:FREQ=YEARLY;UNTIL=20140301T115959Z",
+			want: []string{"2012-02-29T12:00:00Z"}, ends: true,
+		},
+		{
+			name: "UNTIL equals DTSTART",
+			text: "DTSTART:19970902T090000\nRRULE:FREQ=DAILY;UNTIL=19970902T090000",
+			want: []string{"1997-09-02T09:00:00Z"}, ends: true,
+		},
+		{
+			name: "the only occurrences lie in DTSTART's week",
+			text: "DTSTART:20260107T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=WE,FR;UNTIL=20260110T000000Z",
+			want: []string{"2026-01-07T09:00:00Z", "2026-01-09T09:00:00Z"}, ends: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Parse(tt.text, Options{})
+			require.NoError(t, err)
+			n := len(tt.want)
+			if tt.ends {
+				n++
+			}
+			require.Equal(t, tt.want, nextN(s, utc("1990-01-01T00:00:00Z"), n))
+		})
+	}
+}
+
+// TestDateStartIgnoresTimeParts checks RFC 5545 3.3.10: with a DATE
+// DTSTART, BYHOUR, BYMINUTE and BYSECOND are ignored.
+func TestDateStartIgnoresTimeParts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"DTSTART;VALUE=DATE:20260105\nRRULE:FREQ=DAILY;BYHOUR=5;COUNT=3",
+			[]string{"2026-01-05T00:00:00Z", "2026-01-06T00:00:00Z", "2026-01-07T00:00:00Z"}},
+		{"DTSTART;VALUE=DATE:20260105\nRRULE:FREQ=WEEKLY;BYHOUR=5,6;BYMINUTE=30;BYSECOND=1,2;COUNT=2",
+			[]string{"2026-01-05T00:00:00Z", "2026-01-12T00:00:00Z"}},
+		{"DTSTART;VALUE=DATE:20241018\nRRULE:FREQ=DAILY;BYMINUTE=1,2,3,4;INTERVAL=2;COUNT=3",
+			[]string{"2024-10-18T00:00:00Z", "2024-10-20T00:00:00Z", "2024-10-22T00:00:00Z"}},
+	}
+	for _, tt := range tests {
+		s, err := Parse(tt.text, Options{})
+		require.NoError(t, err, tt.text)
+		require.Equal(t, tt.want, nextN(s, utc("2000-01-01T00:00:00Z"), len(tt.want)+1), tt.text)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -183,8 +288,8 @@ func TestParseErrors(t *testing.T) {
 		{"FREQ=MONTHLY;BYDAY=MO;BYSETPOS=0", "", "BYSETPOS=0: must be between 1 and 366 or -366 and -1"},
 		{"FREQ=DAILY;BYHOUR=six", "", "BYHOUR=SIX: not a number"},
 		{"FREQ=DAILY;INTERVAL=0", "", "INTERVAL=0: must be between 1 and 1000000"},
-		{"FREQ=DAILY;COUNT=0", "", "COUNT=0: must be between 1 and 1000000"},
-		{"FREQ=DAILY;COUNT=2000000", "", "COUNT=2000000: must be between 1 and 1000000"},
+		{"FREQ=DAILY;COUNT=0", "", "COUNT=0: must be between 1 and 100000"},
+		{"FREQ=DAILY;COUNT=2000000", "", "COUNT=2000000: must be between 1 and 100000"},
 		{"FREQ=DAILY;FREQ=WEEKLY", "", "FREQ: given more than once"},
 		{"FREQ=DAILY;BYHOUR=", "", "BYHOUR=: empty value"},
 		{"FREQ=DAILY;BYEASTER=0", "", "BYEASTER=0: unknown rule part"},
@@ -438,16 +543,34 @@ func TestParseCache(t *testing.T) {
 
 func TestParseCacheBounded(t *testing.T) {
 	t.Parallel()
-	c := &parseCache{cur: map[cacheKey]cacheEntry{}}
-	for i := range 3 * cacheGeneration {
-		c.put(cacheKey{text: fmt.Sprint(i)}, cacheEntry{})
+	s, err := Parse("FREQ=DAILY", Options{})
+	require.NoError(t, err)
+	size := entryBytes(cacheKey{text: "0"}, s)
+	c := newParseCache(100 * size)
+	for i := range 300 {
+		c.put(cacheKey{text: fmt.Sprint(i % 10)}, s)
+		c.put(cacheKey{text: fmt.Sprint(i)}, s)
 		// Keep using key 0: it must survive.
 		_, ok := c.get(cacheKey{text: "0"})
 		require.True(t, ok, "entry 0 after %d puts", i)
+		require.LessOrEqual(t, c.bytes(), 2*100*size)
 	}
-	require.LessOrEqual(t, len(c.cur)+len(c.old), 2*cacheGeneration)
-	_, ok := c.get(cacheKey{text: "1"})
+	_, ok := c.get(cacheKey{text: "150"})
 	require.False(t, ok, "an unused entry ages out")
+
+	big := newParseCache(size / 2)
+	big.put(cacheKey{text: "0"}, s)
+	_, ok = big.get(cacheKey{text: "0"})
+	require.False(t, ok, "an entry larger than a generation is not kept")
+}
+
+func TestParseCacheKeepsNoRefusal(t *testing.T) {
+	t.Parallel()
+	text := "FREQ=DAILY;BYHOUR=6;BYMONTH=13"
+	_, err := Parse(text, Options{})
+	require.Error(t, err)
+	_, ok := schedules.get(cacheKey{text: text, limits: DefaultLimits})
+	require.False(t, ok)
 }
 
 func TestConcurrentUse(t *testing.T) {
@@ -481,13 +604,11 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-// TestLongCount checks a COUNT rule long enough for its checkpoints to be
-// thinned out.
+// TestLongCount checks a long COUNT rule.
 func TestLongCount(t *testing.T) {
 	t.Parallel()
-	s, err := Parse("DTSTART:20260101T000000Z\nRRULE:FREQ=SECONDLY;COUNT=1000000", Options{})
+	s, err := Parse("DTSTART:20260101T000000Z\nRRULE:FREQ=SECONDLY;COUNT=1000000", Options{Limits: Limits{MaxCount: 1_000_000}})
 	require.NoError(t, err)
-	require.LessOrEqual(t, len(s.rules[0].checkpoints), maxCheckpoints)
 	start := utc("2026-01-01T00:00:00Z")
 	last := start.Add(999999 * time.Second)
 	for i := range 500 {
@@ -501,4 +622,23 @@ func TestLongCount(t *testing.T) {
 	require.Equal(t, last, got.UTC())
 	_, ok = s.Next(last)
 	require.False(t, ok)
+}
+
+func TestNextDoesNotAllocate(t *testing.T) {
+	texts := []string{
+		"DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16\nEXDATE;TZID=Europe/Paris:20260302T060000",
+		"DTSTART;TZID=America/New_York:20200101T000000\nRRULE:FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,-1,-2,-3",
+		"DTSTART;TZID=Europe/Paris:20200101T000000\nRRULE:FREQ=YEARLY;BYWEEKNO=1,27;BYDAY=MO;BYHOUR=8\nRDATE:20260401T000000Z",
+		"DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=SECONDLY;INTERVAL=7;BYHOUR=2;BYMINUTE=30;COUNT=1000",
+	}
+	for _, text := range texts {
+		s, err := Parse(text, Options{})
+		require.NoError(t, err)
+		at := utc("2026-03-29T00:30:00Z")
+		allocs := testing.AllocsPerRun(100, func() {
+			s.Next(at)
+			s.First(at)
+		})
+		require.Zero(t, allocs, text)
+	}
 }

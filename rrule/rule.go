@@ -1,8 +1,11 @@
 package rrule
 
 import (
+	"fmt"
+	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -26,61 +29,133 @@ func (f frequency) String() string { return frequencyNames[f] }
 // nthWeekday is a BYDAY entry with a position, like -1FR.
 type nthWeekday struct{ weekday, n int }
 
-// rule is one expanded RRULE. It splits time into periods of
+// Shapes. Whether a day passes the day filters (BYMONTH, BYDAY,
+// BYMONTHDAY, BYYEARDAY, BYWEEKNO) depends only on the shape of its month
+// (which month, whether the year is a leap year, the weekday of the 1st)
+// or, for FREQ=YEARLY, of its year (leap year, weekday of 1 January,
+// whether the year before was a leap year, for BYWEEKNO). So a rule
+// computes, once, the passing days of each of the 168 month shapes and 28
+// year shapes, and finds the days of any period with a table lookup.
+const (
+	monthShapes = 12 * 2 * 7
+	yearShapes  = 7 * 2 * 2
+)
+
+func monthShape(m int, leap bool, wd1 int) int {
+	s := (m - 1) * 2
+	if leap {
+		s++
+	}
+	return s*7 + wd1
+}
+
+func yearShape(wd0 int, leap, prevLeap bool) int {
+	s := wd0 * 4
+	if leap {
+		s += 2
+	}
+	if prevLeap {
+		s++
+	}
+	return s
+}
+
+// rule is one RRULE ready for searching. It splits time into periods of
 // FREQ×INTERVAL counted in wall time from DTSTART's period (period 0), and
-// expands each period the way RFC 5545 3.3.10, rrule-go and
-// python-dateutil do: the days of the period that pass the BYxxx filters,
-// times the times of day, then BYSETPOS, then DTSTART, UNTIL and COUNT.
-// Because a period's occurrences depend only on the period (and on
-// DTSTART for period 0), the expansion can start at any period.
+// expands each period as RFC 5545 3.3.10 says: the days of the period that
+// pass the BYxxx filters, times the times of day, then BYSETPOS over the
+// whole period, then DTSTART, UNTIL and COUNT. A period's occurrences
+// depend only on the period, so a search can start at any period.
 type rule struct {
 	loc      *time.Location
 	freq     frequency
 	interval int64
 	wkst     int
+
+	start    int64 // DTSTART, wall time
+	startDay int64
+	origin   int64 // DTSTART's period: year, month (y*12+m-1), week-start day, day, or unit (HOURLY and finer)
+	// No occurrence has a wall time after lastWall (year 9999, or COUNT's
+	// last occurrence) nor an instant after until (UNTIL).
+	lastWall int64
+	lastDay  int64 // no period starting after this day holds an occurrence
+	until    int64 // math.MaxInt64 without UNTIL
 	count    int
-	until    int64 // instant, when hasUntil
-	hasUntil bool
 
-	start  int64 // DTSTART, wall time
-	origin int64 // DTSTART's period: year, month (y*12+m-1), week-start day, day, or hour/minute/second number
+	// months[monthShape] holds the days (bits 1 to 31) of a month of
+	// that shape that pass BYMONTH, BYDAY (with a position only when it
+	// counts within the month), BYMONTHDAY and BYYEARDAY; nil when every
+	// day passes (DAILY and finer without a day filter).
+	months     *[monthShapes]uint32
+	monthCount *[monthShapes]uint8
+	// years[yearShape] (FREQ=YEARLY) holds the days of a year (bit 0 is 1
+	// January) that pass every day filter, BYWEEKNO and year-relative
+	// BYDAY positions included.
+	years     *[yearShapes][6]uint64
+	yearCount *[yearShapes]uint16
+	// week (FREQ=WEEKLY without BYMONTH) holds the days of every week that
+	// pass BYDAY, bit 0 being WKST's day.
+	week     uint8
+	weekByMo bool // WEEKLY with BYMONTH: a week's days come from months
 
-	byMonth      uint16 // bit m
-	byMonthDay   uint32 // bit d for d in 1..31
-	byNMonthDay  uint32 // bit d for -d
-	byYearDay    [6]uint64
-	byNYearDay   [6]uint64
-	hasYearDay   bool
-	byWeekNo     []int
-	byWeekday    uint8 // bit per weekday, Monday = 0
-	byNWeekday   []nthWeekday
-	bySetPos     []int
-	hasDayFilter bool // any of BYMONTH, BYDAY without position, BYMONTHDAY, BYYEARDAY
+	// BYSETPOS for YEARLY, MONTHLY and WEEKLY: setPos holds p-1 for the
+	// positive positions, ascending; setNeg the negative ones, ascending.
+	// A period has an occurrence iff it has at least minPick entries.
+	setPos, setNeg []int32
+	minPick        int
 
-	// times are the sorted offsets of the occurrences inside a day (up to
-	// DAILY) or inside a period (HOURLY and finer).
-	times []int64
+	// The times of day (to DAILY) or offsets in the period (HOURLY and
+	// finer): every combination of hours, minutes and seconds, or picked
+	// (BYSETPOS for DAILY and finer, which picks the same ones every
+	// period). nt is their number.
+	hours, minutes, seconds []int32
+	picked                  []int32
+	nt                      int
 
-	// For HOURLY, MINUTELY and SECONDLY: the period length, the periods
-	// per day, and the bitset of periods of the day (slots) that BYHOUR,
-	// BYMINUTE and BYSECOND allow and that INTERVAL can reach from DTSTART;
-	// nil when every slot is allowed.
-	unit   int64
-	perDay int64
-	slots  []uint64
+	// HOURLY, MINUTELY and SECONDLY: the period length, the periods per
+	// day, and the periods of the day (slots) that BYHOUR, BYMINUTE and
+	// BYSECOND allow and INTERVAL can reach on some day; nil when every
+	// slot is allowed. aligned reports whether INTERVAL divides the day,
+	// so that every day reaches the same slots.
+	unit      int64
+	perDay    int64
+	slots     []uint64
+	slotWords []uint64 // bit w set when slots[w] is not zero
+	nSlots    int
+	aligned   bool
+	// firstSlot and lastSlot are the first and last allowed slots;
+	// strides bounds how many steps of INTERVAL a search within a day
+	// takes between them to reach an allowed slot or pass the last, when
+	// INTERVAL does not divide the day.
+	firstSlot, lastSlot int64
+	strides             int
 
-	// For COUNT: where to resume counting, and an instant after every
-	// occurrence.
-	checkpoints []checkpoint
-	end         int64
+	// weekdays reports whether the day filter depends on the weekday only
+	// (BYDAY without position), so the days that pass repeat every week.
+	weekdays bool
+
+	// bound is the work (in steps, see cost.go) one search may take.
+	bound int
 }
 
-// checkpoint says that emitted occurrences precede period k, which starts
-// at the wall time start.
-type checkpoint struct {
-	k       int64
-	start   int64
-	emitted int
+// filter holds the day parts of a rule as sets.
+type filter struct {
+	byMonth     uint16 // bit m
+	byWeekday   uint8  // bit per weekday, Monday = 0
+	byMonthDay  uint32 // bit d for d in 1..31
+	byNMonthDay uint32 // bit d for -d
+	byYearDay   [6]uint64
+	byNYearDay  [6]uint64
+	hasYearDay  bool
+	byNWeekday  []nthWeekday
+	nthInMonth  bool // positions count within the month (MONTHLY, or YEARLY with BYMONTH)
+	byWeekNo    []int
+	wkst        int
+}
+
+func (f *filter) any() bool {
+	return f.byMonth != 0 || f.byWeekday != 0 || f.byMonthDay|f.byNMonthDay != 0 || f.hasYearDay ||
+		len(f.byNWeekday) > 0 || len(f.byWeekNo) > 0
 }
 
 func bitTest(set []uint64, i int64) bool {
@@ -91,246 +166,53 @@ func bitSet(set []uint64, i int64) {
 	set[i>>6] |= 1 << uint(i&63)
 }
 
-// nextSetBit returns the first set bit at or after i, or -1.
-func nextSetBit(set []uint64, i int64) int64 {
-	w := i >> 6
-	if i < 0 || int(w) >= len(set) {
-		return -1
+// monthMask returns the days (bits 1 to dim) of a month of the shape (m,
+// leap, wd1) that pass f.
+func (f *filter) monthMask(m int, leap bool, wd1 int) uint32 {
+	if f.byMonth != 0 && f.byMonth&(1<<uint(m)) == 0 {
+		return 0
 	}
-	word := set[w] &^ (1<<uint(i&63) - 1)
-	for {
-		if word != 0 {
-			return w<<6 + int64(bits.TrailingZeros64(word))
+	dim := cumulativeDays[m] - cumulativeDays[m-1]
+	ylen, yd1 := 365, cumulativeDays[m-1]+1
+	if leap {
+		ylen++
+		if m == 2 {
+			dim++
 		}
-		w++
-		if int(w) >= len(set) {
-			return -1
+		if m > 2 {
+			yd1++
 		}
-		word = set[w]
 	}
-}
-
-// dayPasses applies the filters that depend on the day alone: BYMONTH,
-// BYDAY without position, BYMONTHDAY and BYYEARDAY. dim and ylen are the
-// lengths of the day's month and year; yd is its 1-based day of the year.
-func (r *rule) dayPasses(m, d, wd, yd, dim, ylen int) bool {
-	if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
-		return false
-	}
-	if r.byWeekday != 0 && r.byWeekday&(1<<uint(wd)) == 0 {
-		return false
-	}
-	if r.byMonthDay|r.byNMonthDay != 0 &&
-		r.byMonthDay&(1<<uint(d)) == 0 && r.byNMonthDay&(1<<uint(dim-d+1)) == 0 {
-		return false
-	}
-	if r.hasYearDay && !bitTest(r.byYearDay[:], int64(yd)) && !bitTest(r.byNYearDay[:], int64(ylen-yd+1)) {
-		return false
-	}
-	return true
-}
-
-// monthDayMask returns the days of a month of dim days that BYMONTHDAY
-// allows, as bits 1 to dim: all of them without BYMONTHDAY.
-func (r *rule) monthDayMask(dim int) uint32 {
-	all := uint32(1)<<uint(dim+1) - 2
-	if r.byMonthDay|r.byNMonthDay == 0 {
-		return all
-	}
-	mask := r.byMonthDay & all
-	for n := r.byNMonthDay; n != 0; n &= n - 1 {
-		if k := bits.TrailingZeros32(n); k <= dim {
-			mask |= 1 << uint(dim-k+1)
+	var mask uint32
+	for d := 1; d <= dim; d++ {
+		wd, yd := (wd1+d-1)%7, yd1+d-1
+		if f.byWeekday != 0 && f.byWeekday&(1<<uint(wd)) == 0 {
+			continue
 		}
+		if f.byMonthDay|f.byNMonthDay != 0 &&
+			f.byMonthDay&(1<<uint(d)) == 0 && f.byNMonthDay&(1<<uint(dim-d+1)) == 0 {
+			continue
+		}
+		if f.hasYearDay && !bitTest(f.byYearDay[:], int64(yd)) && !bitTest(f.byNYearDay[:], int64(ylen-yd+1)) {
+			continue
+		}
+		mask |= 1 << uint(d)
+	}
+	if f.nthInMonth && len(f.byNWeekday) > 0 {
+		var nth uint32
+		f.markNth(func(i int) { nth |= 1 << uint(i+1) }, 0, dim-1, wd1)
+		mask &= nth
 	}
 	return mask
 }
 
-// dayOK applies dayPasses to a day number.
-func (r *rule) dayOK(day int64) bool {
-	if !r.hasDayFilter {
-		return true
-	}
-	y, m, d := civilFromDays(day)
-	return r.dayPasses(m, d, weekdayOf(day), yearDay(y, m, d), daysInMonth(y, m), daysInYear(y))
-}
-
-// nextPassingDay returns the first day at or after day that passes
-// dayPasses, or a day after lim. It walks the calendar month by month,
-// skipping the months BYMONTH leaves out.
-func (r *rule) nextPassingDay(day, lim int64) int64 {
-	if !r.hasDayFilter {
-		return day
-	}
-	y, m, d := civilFromDays(day)
-	wd := weekdayOf(day)
-	for day <= lim {
-		dim := daysInMonth(y, m)
-		if r.byMonth == 0 || r.byMonth&(1<<uint(m)) != 0 {
-			ylen, yd := daysInYear(y), yearDay(y, m, d)
-			for ; d <= dim; d++ {
-				if r.dayPasses(m, d, wd, yd, dim, ylen) {
-					return day
-				}
-				day, wd, yd = day+1, (wd+1)%7, yd+1
-			}
-		} else {
-			rest := dim - d + 1
-			day, wd = day+int64(rest), (wd+rest)%7
-		}
-		d = 1
-		if m++; m > 12 {
-			m, y = 1, y+1
-		}
-	}
-	return lim + 1
-}
-
-// nextAllowedMonth returns the first day of the first month after y-m that
-// BYMONTH allows (BYMONTH must be set).
-func (r *rule) nextAllowedMonth(y, m int) int64 {
-	for i := 0; i < 12; i++ {
-		if m++; m > 12 {
-			m, y = 1, y+1
-		}
-		if r.byMonth&(1<<uint(m)) != 0 {
-			break
-		}
-	}
-	return daysFromCivil(y, m, 1)
-}
-
-// periodStart returns the wall time at which period k starts.
-func (r *rule) periodStart(k int64) int64 {
-	switch r.freq {
-	case yearly:
-		return daysFromCivil(int(r.origin+k*r.interval), 1, 1) * secondsPerDay
-	case monthly:
-		mi := r.origin + k*r.interval
-		return daysFromCivil(int(floorDiv(mi, 12)), int(floorMod(mi, 12))+1, 1) * secondsPerDay
-	case weekly:
-		if k == 0 {
-			return floorDiv(r.start, secondsPerDay) * secondsPerDay
-		}
-		return (r.origin + 7*k*r.interval) * secondsPerDay
-	case daily:
-		return (r.origin + k*r.interval) * secondsPerDay
-	default:
-		return (r.origin + k*r.interval) * r.unit
-	}
-}
-
-// periodOf returns the period that holds the wall time w >= r.start.
-func (r *rule) periodOf(w int64) int64 {
-	day := floorDiv(w, secondsPerDay)
-	switch r.freq {
-	case yearly:
-		y, _, _ := civilFromDays(day)
-		return floorDiv(int64(y)-r.origin, r.interval)
-	case monthly:
-		y, m, _ := civilFromDays(day)
-		return floorDiv(int64(y)*12+int64(m-1)-r.origin, r.interval)
-	case weekly:
-		return floorDiv(day-r.origin, 7*r.interval)
-	case daily:
-		return floorDiv(day-r.origin, r.interval)
-	default:
-		return floorDiv(floorDiv(w, r.unit)-r.origin, r.interval)
-	}
-}
-
-// candidate returns the first period at or after k that may hold an
-// occurrence, skipping cheaply over periods that cannot, or false if it
-// starts after the day lim.
-func (r *rule) candidate(k, lim int64) (int64, bool) {
-	switch r.freq {
-	case yearly:
-		return k, daysFromCivil(int(min(r.origin+k*r.interval, maxYear+1)), 1, 1) <= lim
-	case monthly:
-		for {
-			mi := r.origin + k*r.interval
-			y, m := floorDiv(mi, 12), int(floorMod(mi, 12))+1
-			if y > maxYear || daysFromCivil(int(y), m, 1) > lim {
-				return 0, false
-			}
-			if r.byMonth == 0 || r.byMonth&(1<<uint(m)) != 0 {
-				return k, true
-			}
-			k++
-		}
-	case weekly:
-		for {
-			first := r.origin + 7*k*r.interval
-			if first > lim {
-				return 0, false
-			}
-			if r.byMonth == 0 || k == 0 {
-				return k, true
-			}
-			y1, m1, _ := civilFromDays(first)
-			_, m2, _ := civilFromDays(first + 6)
-			if r.byMonth&(1<<uint(m1)) != 0 || r.byMonth&(1<<uint(m2)) != 0 {
-				return k, true
-			}
-			next := floorDiv(r.nextAllowedMonth(y1, m1)-r.origin, 7*r.interval)
-			k = max(k+1, next)
-		}
-	case daily:
-		for {
-			day := r.origin + k*r.interval
-			if day > lim {
-				return 0, false
-			}
-			next := r.nextPassingDay(day, lim)
-			if next == day {
-				return k, true
-			}
-			k = ceilDiv(next-r.origin, r.interval)
-		}
-	default:
-		for {
-			g := r.origin + k*r.interval
-			day := floorDiv(g, r.perDay)
-			if day > lim {
-				return 0, false
-			}
-			if next := r.nextPassingDay(day, lim); next != day {
-				k = ceilDiv(next*r.perDay-r.origin, r.interval)
-				continue
-			}
-			if r.slots == nil {
-				return k, true
-			}
-			slot := g - day*r.perDay
-			if s, ok := r.nextSlot(slot); ok {
-				return k + (s-slot)/r.interval, true
-			}
-			k = ceilDiv((day+1)*r.perDay-r.origin, r.interval)
-		}
-	}
-}
-
-// nextSlot returns the first allowed slot at or after slot that lies a
-// whole number of intervals after it, within the same day.
-func (r *rule) nextSlot(slot int64) (int64, bool) {
-	if r.interval >= r.perDay {
-		return slot, bitTest(r.slots, slot)
-	}
-	for b := nextSetBit(r.slots, slot); b >= 0; b = nextSetBit(r.slots, b+1) {
-		if (b-slot)%r.interval == 0 {
-			return b, true
-		}
-	}
-	return 0, false
-}
-
-// markNth sets mask[i] for the days i in [first, last] picked by the
+// markNth calls set(i) for the days i in [first, last] picked by the
 // positioned BYDAY entries, counting from first or, for negative
 // positions, back from last. wdFirst is the weekday of day first. The
 // arithmetic is dateutil's.
-func (r *rule) markNth(mask []bool, first, last, wdFirst int) {
+func (f *filter) markNth(set func(int), first, last, wdFirst int) {
 	wd := func(i int) int { return int(floorMod(int64(wdFirst+i-first), 7)) }
-	for _, x := range r.byNWeekday {
+	for _, x := range f.byNWeekday {
 		var i int
 		if x.n < 0 {
 			i = last + (x.n+1)*7
@@ -340,16 +222,17 @@ func (r *rule) markNth(mask []bool, first, last, wdFirst int) {
 			i += int(floorMod(int64(7-wd(i)+x.weekday), 7))
 		}
 		if first <= i && i <= last {
-			mask[i] = true
+			set(i)
 		}
 	}
 }
 
-// weekNoMask sets mask[i] for the days i of year y (0 = January 1st) that
-// BYWEEKNO picks, with weeks starting on WKST as RFC 5545 3.3.10 defines
-// them. This is dateutil's algorithm, quirks included.
-func (r *rule) weekNoMask(mask []bool, y int, wd0, ylen int) {
-	wkst := r.wkst
+// weekNoMask sets the days i of a year (0 = 1 January) that BYWEEKNO
+// picks, with weeks starting on WKST as RFC 5545 3.3.10 defines them. wd0
+// and ylen are the year's first weekday and length, pwd0 and plen the
+// previous year's. This is dateutil's algorithm, quirks included.
+func (f *filter) weekNoMask(set func(int), wd0, ylen, pwd0, plen int) {
+	wkst := f.wkst
 	wd := func(i int) int { return (wd0 + i) % 7 }
 	firstwkst := int(floorMod(int64(7-wd0+wkst), 7))
 	no1wkst := firstwkst
@@ -363,22 +246,15 @@ func (r *rule) weekNoMask(mask []bool, y int, wd0, ylen int) {
 	numweeks := wyearlen/7 + (wyearlen%7)/4
 	markWeek := func(i int) {
 		for j := 0; j < 7; j++ {
-			mask[i] = true
+			set(i)
 			i++
 			if wd(i) == wkst {
 				break
 			}
 		}
 	}
-	has := func(n int) bool {
-		for _, v := range r.byWeekNo {
-			if v == n {
-				return true
-			}
-		}
-		return false
-	}
-	for _, n := range r.byWeekNo {
+	has := func(n int) bool { return slices.Contains(f.byWeekNo, n) }
+	for _, n := range f.byWeekNo {
 		if n < 0 {
 			n += numweeks + 1
 		}
@@ -408,466 +284,427 @@ func (r *rule) weekNoMask(mask []bool, y int, wd0, ylen int) {
 		// The days before week 1 belong to last year's last week.
 		lnumweeks := -1
 		if !has(-1) {
-			lwd0 := weekdayOf(daysFromCivil(y-1, 1, 1))
-			lno1wkst := int(floorMod(int64(7-lwd0+wkst), 7))
-			lylen := daysInYear(y - 1)
+			lno1wkst := int(floorMod(int64(7-pwd0+wkst), 7))
 			if lno1wkst >= 4 {
-				lnumweeks = 52 + (lylen+int(floorMod(int64(lwd0-wkst), 7)))%7/4
+				lnumweeks = 52 + (plen+int(floorMod(int64(pwd0-wkst), 7)))%7/4
 			} else {
 				lnumweeks = 52 + int(floorMod(int64(ylen-no1wkst), 7))/4
 			}
 		}
 		if has(lnumweeks) {
 			for i := 0; i < no1wkst; i++ {
-				mask[i] = true
+				set(i)
 			}
 		}
 	}
 }
 
-// iter walks the occurrences of a rule, as wall times, period by period.
-// It lives on the stack of one call, so it holds arrays, not slices into
-// itself.
-type iter struct {
-	r       *rule
-	lim     int64 // last day at which a period may start
-	k       int64 // current period
-	emitted int   // occurrences so far, counted from DTSTART (COUNT rules)
-	done    bool
+// newRule builds the rule of rc anchored at the wall time start in loc.
+func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*rule, error) {
+	if dateOnlyStart {
+		// RFC 5545 3.3.10: with a DATE DTSTART, BYSECOND, BYMINUTE and
+		// BYHOUR must be ignored.
+		c := *rc
+		c.byHour, c.byMinute, c.bySecond = nil, nil, nil
+		rc = &c
+	}
+	r := &rule{
+		loc:      loc,
+		freq:     rc.freq,
+		interval: int64(rc.interval),
+		wkst:     rc.wkst,
+		count:    rc.count,
+		start:    start,
+		startDay: floorDiv(start, secondsPerDay),
+		until:    math.MaxInt64,
+		lastWall: (maxDay+1)*secondsPerDay - 1,
+	}
+	if rc.until != "" {
+		dt, err := parseDateTime(rc.until)
+		if err != nil {
+			return nil, fmt.Errorf("UNTIL=%s: %w", cut(rc.until), err)
+		}
+		if dt.dateOnly && !dateOnlyStart {
+			return nil, fmt.Errorf("UNTIL=%s: must be a date-time like %sT235959Z, since DTSTART has a time", rc.until, rc.until)
+		}
+		r.until = instantOf(dt, loc)
+		// An instant's wall time is within a day or so of it.
+		r.lastWall = min(r.lastWall, r.until+2*secondsPerDay)
+	}
 
-	days  [372]int64 // days of the current period that pass the filters
-	nDays int
-	base  int64 // HOURLY and finer: wall time at which the period starts
-	// BYSETPOS: chosen entries of the period, ascending, in sel[:nSel]
-	// or, when there are more, in selMore.
-	sel     [16]int
-	nSel    int
-	selMore []int
-	n, j    int // entries in the period, next entry
+	sy, sm, sd := civilFromDays(r.startDay)
+	sec := start - r.startDay*secondsPerDay
+	sh, smin, ss := int(sec/3600), int(sec/60%60), int(sec%60)
+	swd := weekdayOf(r.startDay)
 
-	mask1 [380]bool
-	mask2 [380]bool
-}
+	f := filter{wkst: rc.wkst, byWeekNo: rc.byWeekNo}
+	byMonth, byMonthDay, byDay := rc.byMonth, rc.byMonthDay, rc.byDay
+	if len(rc.byWeekNo) == 0 && len(rc.byYearDay) == 0 && len(byMonthDay) == 0 && len(byDay) == 0 {
+		// Without any day part, the day comes from DTSTART.
+		switch r.freq {
+		case yearly:
+			if len(byMonth) == 0 {
+				byMonth = []int{sm}
+			}
+			byMonthDay = []int{sd}
+		case monthly:
+			byMonthDay = []int{sd}
+		case weekly:
+			byDay = []nthWeekday{{swd, 0}}
+		}
+	}
+	for _, m := range byMonth {
+		f.byMonth |= 1 << uint(m)
+	}
+	for _, d := range byMonthDay {
+		if d > 0 {
+			f.byMonthDay |= 1 << uint(d)
+		} else {
+			f.byNMonthDay |= 1 << uint(-d)
+		}
+	}
+	for _, d := range rc.byYearDay {
+		f.hasYearDay = true
+		if d > 0 {
+			bitSet(f.byYearDay[:], int64(d))
+		} else {
+			bitSet(f.byNYearDay[:], int64(-d))
+		}
+	}
+	for _, d := range byDay {
+		if d.n == 0 {
+			f.byWeekday |= 1 << uint(d.weekday)
+		} else {
+			f.byNWeekday = append(f.byNWeekday, d)
+		}
+	}
+	f.nthInMonth = r.freq == monthly || f.byMonth != 0
+	r.buildDays(&f)
+	r.weekdays = f.byMonth == 0 && f.byMonthDay|f.byNMonthDay == 0 && !f.hasYearDay && len(f.byNWeekday) == 0 && len(f.byWeekNo) == 0
 
-func (it *iter) addDay(day int64) {
-	it.days[it.nDays] = day
-	it.nDays++
-}
+	// Times of day: what BYHOUR, BYMINUTE and BYSECOND leave unsaid comes
+	// from DTSTART, down to the frequency's own unit.
+	hours, minutes, seconds := rc.byHour, rc.byMinute, rc.bySecond
+	if len(hours) == 0 && r.freq < hourly {
+		hours = []int{sh}
+	}
+	if len(minutes) == 0 && r.freq < minutely {
+		minutes = []int{smin}
+	}
+	if len(seconds) == 0 && r.freq < secondly {
+		seconds = []int{ss}
+	}
+	switch r.freq {
+	case hourly:
+		r.unit, r.perDay = 3600, 24
+		hours = []int{0}
+	case minutely:
+		r.unit, r.perDay = 60, 1440
+		hours, minutes = []int{0}, []int{0}
+	case secondly:
+		r.unit, r.perDay = 1, secondsPerDay
+		hours, minutes, seconds = []int{0}, []int{0}, []int{0}
+	}
+	r.hours, r.minutes, r.seconds = int32s(hours), int32s(minutes), int32s(seconds)
+	r.nt = len(hours) * len(minutes) * len(seconds)
 
-// load expands period k; false past year 9999.
-func (it *iter) load(k int64) bool {
-	r := it.r
-	it.k, it.j, it.n, it.nDays = k, 0, 0, 0
-	total := 0
+	if r.freq >= daily && len(rc.bySetPos) > 0 {
+		// A period of one day or less always holds the same times (when
+		// its day passes), so BYSETPOS picks the same ones every time.
+		var picked []int32
+		for _, p := range rc.bySetPos {
+			i := p - 1
+			if p < 0 {
+				i = r.nt + p
+			}
+			if i >= 0 && i < r.nt {
+				picked = append(picked, int32(r.timeAt(i)))
+			}
+		}
+		if len(picked) == 0 {
+			return nil, fmt.Errorf("%w: BYSETPOS=%s picks nothing, as each %v period holds %d occurrence(s)",
+				ErrNoOccurrence, cut(rc.seen["BYSETPOS"]), r.freq, r.nt)
+		}
+		slices.Sort(picked)
+		r.picked = slices.Compact(picked)
+		r.nt = len(r.picked)
+	} else if len(rc.bySetPos) > 0 {
+		r.minPick = math.MaxInt
+		for _, p := range rc.bySetPos {
+			if p > 0 {
+				r.setPos = append(r.setPos, int32(p-1))
+			} else {
+				r.setNeg = append(r.setNeg, int32(p))
+			}
+			r.minPick = min(r.minPick, max(p, -p))
+		}
+	}
+	if r.minPick == 0 {
+		r.minPick = 1
+	}
+
 	switch r.freq {
 	case yearly:
-		y := r.origin + k*r.interval
-		if y > maxYear || daysFromCivil(int(y), 1, 1) > it.lim {
-			return false
-		}
-		it.yearDays(int(y))
-		total = it.nDays * len(r.times)
+		r.origin = int64(sy)
 	case monthly:
-		mi := r.origin + k*r.interval
-		y, m := int(floorDiv(mi, 12)), int(floorMod(mi, 12))+1
-		if y > maxYear || daysFromCivil(y, m, 1) > it.lim {
-			return false
-		}
-		it.monthDays(y, m)
-		total = it.nDays * len(r.times)
+		r.origin = int64(sy)*12 + int64(sm-1)
 	case weekly:
-		start := r.origin + 7*k*r.interval
-		first := start
-		if k == 0 {
-			first = floorDiv(r.start, secondsPerDay)
-		}
-		if first > it.lim {
-			return false
-		}
-		it.weekDays(first, start+7)
-		total = it.nDays * len(r.times)
+		r.origin = r.startDay - floorMod(int64(swd-r.wkst), 7)
 	case daily:
-		day := r.origin + k*r.interval
-		if day > it.lim {
-			return false
-		}
-		if r.dayOK(day) {
-			it.addDay(day)
-		}
-		total = it.nDays * len(r.times)
+		r.origin = r.startDay
 	default:
-		g := r.origin + k*r.interval
-		day := floorDiv(g, r.perDay)
-		if day > it.lim {
-			return false
-		}
-		it.base = g * r.unit
-		if (r.slots == nil || bitTest(r.slots, g-day*r.perDay)) && r.dayOK(day) {
-			total = len(r.times)
+		r.origin = floorDiv(start, r.unit)
+		if err := r.buildSlots(rc); err != nil {
+			return nil, err
 		}
 	}
-	if len(r.bySetPos) == 0 || total == 0 {
-		it.n = total
-		return true
-	}
-	// Pick the positions, sorted and unique, into sel or selMore.
-	it.nSel, it.selMore = 0, nil
-	for _, p := range r.bySetPos {
-		f := p - 1
-		if p < 0 {
-			f = total + p
-		}
-		if f < 0 || f >= total {
-			continue
-		}
-		if it.selMore == nil && it.nSel == len(it.sel) {
-			it.selMore = append([]int(nil), it.sel[:]...)
-		}
-		if it.selMore != nil {
-			it.selMore = append(it.selMore, f)
-		} else {
-			it.sel[it.nSel] = f
-			it.nSel++
-		}
-	}
-	if it.selMore != nil {
-		slices.Sort(it.selMore)
-		it.selMore = slices.Compact(it.selMore)
-		it.n = len(it.selMore)
-		return true
-	}
-	chosen := it.sel[:it.nSel]
-	slices.Sort(chosen)
-	it.n = len(slices.Compact(chosen))
-	return true
+	r.lastDay = floorDiv(r.lastWall, secondsPerDay)
+	return r, nil
 }
 
-func (it *iter) yearDays(y int) {
-	r := it.r
-	jan1 := daysFromCivil(y, 1, 1)
-	wd0 := weekdayOf(jan1)
-	ylen := daysInYear(y)
-	useWeekNo := len(r.byWeekNo) > 0
-	if useWeekNo {
-		clear(it.mask1[:])
-		r.weekNoMask(it.mask1[:], y, wd0, ylen)
+func int32s(list []int) []int32 {
+	out := make([]int32, len(list))
+	for i, v := range list {
+		out[i] = int32(v)
 	}
-	useNth := len(r.byNWeekday) > 0
-	if useNth {
-		clear(it.mask2[:])
-		if r.byMonth != 0 {
-			for m := 1; m <= 12; m++ {
-				if r.byMonth&(1<<uint(m)) != 0 {
-					first := yearDay(y, m, 1) - 1
-					r.markNth(it.mask2[:], first, first+daysInMonth(y, m)-1, (wd0+first)%7)
-				}
-			}
-		} else {
-			r.markNth(it.mask2[:], 0, ylen-1, wd0)
-		}
-	}
-	for m := 1; m <= 12; m++ {
-		if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
-			continue
-		}
-		first := yearDay(y, m, 1) - 1
-		dim := daysInMonth(y, m)
-		for days := r.monthDayMask(dim); days != 0; days &= days - 1 {
-			d := bits.TrailingZeros32(days)
-			i := first + d - 1
-			if useWeekNo && !it.mask1[i] || useNth && !it.mask2[i] {
-				continue
-			}
-			if r.dayPasses(m, d, (wd0+i)%7, i+1, dim, ylen) {
-				it.addDay(jan1 + int64(i))
-			}
-		}
-	}
+	return out
 }
 
-// weekDays adds the days in [first, end) that pass the filters.
-func (it *iter) weekDays(first, end int64) {
-	r := it.r
-	if !r.hasDayFilter {
-		for day := first; day < end; day++ {
-			it.addDay(day)
-		}
-		return
+// timeAt returns the time of day (to DAILY) or offset in the period
+// (HOURLY and finer) of entry i of a day or period.
+func (r *rule) timeAt(i int) int64 {
+	if r.picked != nil {
+		return int64(r.picked[i])
 	}
-	y, m, d := civilFromDays(first)
-	wd, yd := weekdayOf(first), yearDay(y, m, d)
-	dim, ylen := daysInMonth(y, m), daysInYear(y)
-	for day := first; day < end; day++ {
-		if r.dayPasses(m, d, wd, yd, dim, ylen) {
-			it.addDay(day)
-		}
-		d, wd, yd = d+1, (wd+1)%7, yd+1
-		if d > dim {
-			if d, m = 1, m+1; m > 12 {
-				m, y, yd = 1, y+1, 1
-				ylen = daysInYear(y)
-			}
-			dim = daysInMonth(y, m)
-		}
-	}
+	ns, nm := len(r.seconds), len(r.minutes)
+	s := i % ns
+	i /= ns
+	return int64(r.hours[i/nm])*3600 + int64(r.minutes[i%nm])*60 + int64(r.seconds[s])
 }
 
-func (it *iter) monthDays(y, m int) {
-	r := it.r
-	if r.byMonth != 0 && r.byMonth&(1<<uint(m)) == 0 {
-		return
-	}
-	first := daysFromCivil(y, m, 1)
-	wd1 := weekdayOf(first)
-	dim, ylen, yd1 := daysInMonth(y, m), daysInYear(y), yearDay(y, m, 1)
-	useNth := len(r.byNWeekday) > 0
-	if useNth {
-		clear(it.mask2[:dim])
-		r.markNth(it.mask2[:], 0, dim-1, wd1)
-	}
-	for days := r.monthDayMask(dim); days != 0; days &= days - 1 {
-		d := bits.TrailingZeros32(days)
-		if useNth && !it.mask2[d-1] {
-			continue
-		}
-		if r.dayPasses(m, d, (wd1+d-1)%7, yd1+d-1, dim, ylen) {
-			it.addDay(first + int64(d-1))
-		}
-	}
-}
-
-// wallAt returns entry j of the current period.
-func (it *iter) wallAt(j int) int64 {
-	r := it.r
-	if len(r.bySetPos) > 0 {
-		if it.selMore != nil {
-			j = it.selMore[j]
-		} else {
-			j = it.sel[j]
-		}
-	}
-	if r.freq >= hourly {
-		return it.base + r.times[j]
-	}
-	nt := len(r.times)
-	return it.days[j/nt]*secondsPerDay + r.times[j%nt]
-}
-
-// advance loads the first non-empty period at or after k.
-func (it *iter) advance(k int64) bool {
-	for {
-		var ok bool
-		if k, ok = it.r.candidate(k, it.lim); !ok || !it.load(k) {
-			it.done = true
-			return false
-		}
-		if it.n > 0 {
-			return true
-		}
-		k++
-	}
-}
-
-// next returns the next occurrence.
-func (it *iter) next() (int64, bool) {
-	r := it.r
-	for !it.done {
-		for it.j < it.n {
-			w := it.wallAt(it.j)
-			it.j++
-			if w < r.start {
-				continue
-			}
-			if r.count > 0 {
-				if it.emitted >= r.count {
-					it.done = true
-					return 0, false
-				}
-				it.emitted++
-			}
-			return w, true
-		}
-		it.advance(it.k + 1)
-	}
-	return 0, false
-}
-
-// seek moves to the first entry of the current period at or after w.
-func (it *iter) seek(w int64) {
-	lo, hi := it.j, it.n
+// seekTime returns the first entry of a day or period whose time is at or
+// after tod, or nt.
+func (r *rule) seekTime(tod int64) int {
+	lo, hi := 0, r.nt
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if it.wallAt(mid) < w {
+		if r.timeAt(mid) < tod {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	it.j = lo
+	return lo
 }
 
-// periodCost roughly weighs expanding one period against emitting one
-// occurrence, to space COUNT checkpoints.
-var periodCost = [...]int{yearly: 64, monthly: 16, weekly: 8, daily: 2, hourly: 1, minutely: 1, secondly: 1}
-
-// checkpointSpacing is the initial cost between checkpoints; it doubles
-// whenever a rule reaches maxCheckpoints, which bounds a rule's memory.
-const (
-	checkpointSpacing = 64
-	maxCheckpoints    = 1 << 14
-)
-
-// cycleEnd returns the last day at which a period must be expanded to know
-// whether the rule occurs at all. Periods after the first repeat, calendar
-// and all, once both the Gregorian cycle (400 years: 146097 days, 20871
-// weeks, 4800 months) and FREQ×INTERVAL have come round; so if none of
-// them occurs before then, none ever does.
-func (r *rule) cycleEnd() int64 {
-	const cycle = 146097
-	i := r.interval
-	var days, period int64
+// buildDays computes the month and year tables of the rule's day filter.
+func (r *rule) buildDays(f *filter) {
+	if !f.any() {
+		if r.freq == weekly {
+			r.week = 0x7f
+		}
+		return // every day passes
+	}
+	months := new([monthShapes]uint32)
+	counts := new([monthShapes]uint8)
+	for m := 1; m <= 12; m++ {
+		for _, leap := range []bool{false, true} {
+			for wd1 := range 7 {
+				sh := monthShape(m, leap, wd1)
+				months[sh] = f.monthMask(m, leap, wd1)
+				counts[sh] = uint8(bits.OnesCount32(months[sh]))
+			}
+		}
+	}
+	r.months, r.monthCount = months, counts
 	switch r.freq {
-	case yearly:
-		days, period = i/gcd(400, i)*cycle, 366*i
-	case monthly:
-		days, period = i/gcd(4800, i)*cycle, 31*i
 	case weekly:
-		days, period = 7*i/gcd(cycle, 7*i)*cycle, 7*i
-	case daily:
-		days, period = i/gcd(cycle, i)*cycle, i
-	default:
-		secs := i * r.unit
-		days, period = secs/gcd(cycle*secondsPerDay, secs)*cycle, secs/secondsPerDay+1
-	}
-	return min(floorDiv(r.start, secondsPerDay)+days+period+7, maxDay)
-}
-
-// exists reports whether the rule has any occurrence.
-func (r *rule) exists() bool {
-	it := iter{r: r, lim: r.cycleEnd()}
-	for {
-		w, ok := it.next()
-		if !ok {
-			return false
-		}
-		x := resolve(r.loc, w)
-		if !r.hasUntil || x.unix <= r.until {
-			return true
-		}
-		if x.gapEnd == 0 {
-			// Later occurrences are later still.
-			return false
-		}
-	}
-}
-
-// walkCount walks a COUNT rule once from DTSTART, records checkpoints and
-// the end, and reports whether the rule has any occurrence.
-func (r *rule) walkCount() bool {
-	it := iter{r: r, lim: r.cycleEnd()}
-	spacing := checkpointSpacing
-	cost := spacing
-	last, any := int64(0), false
-	for ok := it.advance(0); ok && it.emitted < r.count; ok = it.advance(it.k + 1) {
-		if cost >= spacing {
-			if len(r.checkpoints) == maxCheckpoints {
-				// Keep every other one.
-				for i := range maxCheckpoints / 2 {
-					r.checkpoints[i] = r.checkpoints[2*i]
+		if f.byMonth == 0 {
+			for j := range 7 {
+				if f.byWeekday&(1<<uint((r.wkst+j)%7)) != 0 {
+					r.week |= 1 << uint(j)
 				}
-				r.checkpoints = r.checkpoints[:maxCheckpoints/2]
-				spacing *= 2
 			}
-			r.checkpoints = append(r.checkpoints, checkpoint{k: it.k, start: r.periodStart(it.k), emitted: it.emitted})
-			cost = 0
+		} else {
+			r.weekByMo = true
 		}
-		cost += periodCost[r.freq] + it.n
-		for it.j < it.n && it.emitted < r.count {
-			w := it.wallAt(it.j)
-			it.j++
-			if w >= r.start {
-				it.emitted++
-				last, any = w, true
-				it.lim = maxDay // it occurs: walk on to the end
+	case yearly:
+		r.years, r.yearCount = new([yearShapes][6]uint64), new([yearShapes]uint16)
+		for wd0 := range 7 {
+			for _, leap := range []bool{false, true} {
+				for _, prevLeap := range []bool{false, true} {
+					sh := yearShape(wd0, leap, prevLeap)
+					r.years[sh] = f.yearMask(months, wd0, leap, prevLeap)
+					n := 0
+					for _, w := range r.years[sh] {
+						n += bits.OnesCount64(w)
+					}
+					r.yearCount[sh] = uint16(n)
+				}
 			}
 		}
 	}
-	r.checkpoints = slices.Clip(r.checkpoints)
-	// An occurrence in a gap can stand for an instant up to a gap's
-	// length after the last wall time's instant.
-	r.end = resolve(r.loc, last).unix + 2*secondsPerDay
-	return any
 }
 
-// next returns the first occurrence of the rule strictly after the instant
-// t (Unix seconds).
-func (r *rule) next(t int64) (int64, bool) {
-	if r.hasUntil && t >= r.until || r.count > 0 && t >= r.end {
-		return 0, false
+// yearMask returns the days of a year of the given shape that pass f.
+func (f *filter) yearMask(months *[monthShapes]uint32, wd0 int, leap, prevLeap bool) [6]uint64 {
+	var mask [6]uint64
+	ylen, plen := 365, 365
+	if leap {
+		ylen++
 	}
-	// Every wall time standing for an instant after t is at or after s.
-	s := wallLowerBound(r.loc, t)
-	it := iter{r: r, lim: maxDay}
-	switch {
-	case r.count > 0:
-		// Resume counting at the last checkpoint at or before s.
-		lo, hi := 0, len(r.checkpoints)
-		for lo < hi {
-			mid := int(uint(lo+hi) >> 1)
-			if r.checkpoints[mid].start <= s {
-				lo = mid + 1
-			} else {
-				hi = mid
+	if prevLeap {
+		plen++
+	}
+	first := 0
+	for m := 1; m <= 12; m++ {
+		mm := months[monthShape(m, leap, (wd0+first)%7)] >> 1
+		for ; mm != 0; mm &= mm - 1 {
+			bitSet(mask[:], int64(first+bits.TrailingZeros32(mm)))
+		}
+		first += cumulativeDays[m] - cumulativeDays[m-1]
+		if m == 2 && leap {
+			first++
+		}
+	}
+	and := func(mark func(set func(int))) {
+		var other [6]uint64
+		mark(func(i int) { bitSet(other[:], int64(i)) })
+		for i := range mask {
+			mask[i] &= other[i]
+		}
+	}
+	if len(f.byNWeekday) > 0 && !f.nthInMonth {
+		and(func(set func(int)) { f.markNth(set, 0, ylen-1, wd0) })
+	}
+	if len(f.byWeekNo) > 0 {
+		pwd0 := int(floorMod(int64(wd0-plen), 7))
+		and(func(set func(int)) { f.weekNoMask(set, wd0, ylen, pwd0, plen) })
+	}
+	return mask
+}
+
+// buildSlots computes, for HOURLY and finer, which periods of a day BYHOUR,
+// BYMINUTE and BYSECOND allow, keeping only those INTERVAL can reach from
+// DTSTART on some day.
+func (r *rule) buildSlots(rc *recur) error {
+	r.aligned = r.perDay%r.interval == 0
+	filtered := len(rc.byHour) > 0 ||
+		r.freq >= minutely && len(rc.byMinute) > 0 ||
+		r.freq >= secondly && len(rc.bySecond) > 0
+	if !filtered {
+		return nil
+	}
+	// The slots BYHOUR, BYMINUTE and BYSECOND allow are the combinations
+	// of their values (all values where a part is absent or finer than
+	// the frequency's unit), of which those in INTERVAL's phase stay.
+	all := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	hours, minutes, seconds := rc.byHour, rc.byMinute, rc.bySecond
+	if len(hours) == 0 {
+		hours = all(24)
+	}
+	if len(minutes) == 0 || r.freq < minutely {
+		minutes = all(60)
+	}
+	if len(seconds) == 0 || r.freq < secondly {
+		seconds = all(60)
+	}
+	r.slots = make([]uint64, (r.perDay+63)/64)
+	var secs uint64 // SECONDLY: the allowed seconds of a minute
+	for _, v := range seconds {
+		secs |= 1 << uint(v)
+	}
+	for _, h := range hours {
+		switch r.freq {
+		case hourly:
+			bitSet(r.slots, int64(h))
+			continue
+		case minutely:
+			for _, m := range minutes {
+				bitSet(r.slots, int64(h*60+m))
+			}
+			continue
+		}
+		for _, m := range minutes {
+			at := h*3600 + m*60
+			r.slots[at>>6] |= secs << uint(at&63)
+			if at&63 > 4 {
+				r.slots[at>>6+1] |= secs >> uint(64-at&63)
 			}
 		}
-		cp := r.checkpoints[max(lo-1, 0)]
-		it.emitted = cp.emitted
-		if !it.advance(cp.k) {
-			return 0, false
+	}
+	if step := gcd(r.interval, r.perDay); step > 1 {
+		// Keep the slots INTERVAL reaches from DTSTART on some day.
+		phase := floorMod(r.origin, step)
+		reach := make([]uint64, len(r.slots))
+		for slot := phase; slot < r.perDay; slot += step {
+			bitSet(reach, slot)
 		}
-	case s <= r.start:
-		if !it.advance(0) {
-			return 0, false
-		}
-	default:
-		k := r.periodOf(s)
-		if !it.advance(k) {
-			return 0, false
-		}
-		if it.k == k {
-			it.seek(s)
+		for w := range r.slots {
+			r.slots[w] &= reach[w]
 		}
 	}
-	// Wall times map to instants in increasing order, except that one in
-	// a gap stands for an instant up to the gap's length later than its
-	// neighbours: so keep looking until a wall time that exists.
-	var best, gapEnd int64
-	found := false
-	for {
-		w, ok := it.next()
-		if !ok {
-			break
-		}
-		if w < s || found && w < gapEnd {
-			continue
-		}
-		x := resolve(r.loc, w)
-		if r.hasUntil && x.unix > r.until {
-			if x.gapEnd == 0 {
-				break
+	for _, w := range r.slots {
+		r.nSlots += bits.OnesCount64(w)
+	}
+	if r.nSlots == 0 {
+		parts := []string{}
+		for _, name := range []string{"BYHOUR", "BYMINUTE", "BYSECOND"} {
+			if v, ok := rc.seen[name]; ok {
+				parts = append(parts, name+"="+cut(v))
 			}
-			continue
 		}
-		if x.unix <= t {
-			continue
+		return fmt.Errorf("%w: with FREQ=%v;INTERVAL=%d from DTSTART, %s is never reached",
+			ErrNoOccurrence, r.freq, r.interval, strings.Join(parts, ";"))
+	}
+	r.slotWords = make([]uint64, (len(r.slots)+63)/64)
+	for w, word := range r.slots {
+		if word != 0 {
+			bitSet(r.slotWords, int64(w))
 		}
-		if !found || x.unix < best {
-			best, found = x.unix, true
-		}
-		if x.gapEnd == 0 {
+	}
+	r.firstSlot, r.lastSlot = nextSetBit(r.slots, 0), 0
+	for w := len(r.slots) - 1; w >= 0; w-- {
+		if r.slots[w] != 0 {
+			r.lastSlot = int64(w)<<6 + int64(63-bits.LeadingZeros64(r.slots[w]))
 			break
 		}
-		gapEnd = x.gapEnd
 	}
-	return best, found
+	if !r.aligned && r.interval < r.perDay {
+		// From each slot between the first and the last allowed one, the
+		// strides to the next allowed slot of its progression, or past
+		// the last.
+		i, lo := r.interval, r.firstSlot
+		dist := make([]int32, r.lastSlot-lo+1)
+		for b := r.lastSlot; b >= lo; b-- {
+			switch {
+			case bitTest(r.slots, b):
+				dist[b-lo] = 0
+			case b+i <= r.lastSlot:
+				dist[b-lo] = dist[b+i-lo] + 1
+			default:
+				dist[b-lo] = 1
+			}
+			r.strides = max(r.strides, int(dist[b-lo]))
+		}
+	}
+	return nil
+}
+
+// size estimates the memory the rule holds, in bytes.
+func (r *rule) size() int {
+	n := 320 + 4*(len(r.hours)+len(r.minutes)+len(r.seconds)+len(r.picked)+len(r.setPos)+len(r.setNeg)) + 8*(len(r.slots)+len(r.slotWords))
+	if r.months != nil {
+		n += monthShapes * 5
+	}
+	if r.years != nil {
+		n += yearShapes * (48 + 2)
+	}
+	return n
 }

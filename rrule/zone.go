@@ -2,6 +2,7 @@ package rrule
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -16,8 +17,9 @@ func offsetAt(loc *time.Location, unix int64) int64 {
 type resolved struct {
 	unix int64
 	// gapEnd is zero when the wall time exists. When it falls in a gap
-	// (spring forward), gapEnd is the first wall time after the gap.
-	gapEnd int64
+	// (spring forward), gapEnd is the first wall time after the gap and
+	// gapLen the gap's length.
+	gapEnd, gapLen int64
 }
 
 // resolve returns the instant of the wall time w in loc as RFC 5545
@@ -51,14 +53,7 @@ func resolveNearTransition(loc *time.Location, w int64) resolved {
 		t := time.Unix(x, 0).In(loc)
 		_, o := t.Zone()
 		off := int64(o)
-		startT, endT := t.ZoneBounds()
-		start, end := int64(-1<<62), int64(1<<62)
-		if !startT.IsZero() {
-			start = startT.Unix()
-		}
-		if !endT.IsZero() {
-			end = endT.Unix()
-		}
+		start, end := zoneBounds(t)
 		u := w - off
 		if u >= start && u < end {
 			return resolved{unix: u}
@@ -66,10 +61,10 @@ func resolveNearTransition(loc *time.Location, w int64) resolved {
 		if havePrev && w-prevOff >= prevEnd && u < start {
 			// After the previous period's wall times and before this
 			// one's: a gap. Take the offset from before it.
-			return resolved{unix: w - prevOff, gapEnd: start + off}
+			return resolved{unix: w - prevOff, gapEnd: start + off, gapLen: off - prevOff}
 		}
 		prevOff, prevEnd, havePrev = off, end, true
-		if end >= 1<<62 {
+		if end == math.MaxInt64 {
 			break
 		}
 		x = end
@@ -78,19 +73,81 @@ func resolveNearTransition(loc *time.Location, w int64) resolved {
 	return resolved{unix: w - offsetAt(loc, w)}
 }
 
-// wallLowerBound returns a wall time at or before the wall time of every
-// instant after t: the wall clock at t, moved back by the length of a gap
-// that ended in the last 26 hours (such a gap's wall times stand for
-// instants just after it).
-func wallLowerBound(loc *time.Location, t int64) int64 {
+// zoneBounds returns the instants at which the zone period (a span of one
+// offset) holding t starts and ends, with the extremes of int64 for none.
+func zoneBounds(t time.Time) (start, end int64) {
+	s, e := t.ZoneBounds()
+	start, end = math.MinInt64, math.MaxInt64
+	if !s.IsZero() {
+		start = s.Unix()
+	}
+	if !e.IsZero() {
+		end = e.Unix()
+	}
+	return start, end
+}
+
+// zone describes the wall times around the instant t that a search needs:
+// which of them stand for instants after t.
+type zone struct {
+	t int64
+	// wall is the first wall time, outside a gap, that stands for an
+	// instant after t; every later one does too, except those just after
+	// a gap, which stand for the same instants as the gap's.
+	wall int64
+	// [gapLo, gapHi): the wall times in a gap that ended just before
+	// t+1 and stand for instants after t (read with the offset gapOff
+	// from before the gap); empty otherwise.
+	gapLo, gapHi, gapOff int64
+	// Wall times in [fastLo, fastHi) stand for w-fastOff.
+	fastLo, fastHi, fastOff int64
+}
+
+// newZone returns the zone around t in loc.
+func newZone(loc *time.Location, t int64) zone {
+	u := t + 1
 	if loc == time.UTC {
-		return t
+		return zone{t: t, wall: u, fastLo: math.MinInt64, fastHi: math.MaxInt64}
 	}
-	off := offsetAt(loc, t)
-	if o := offsetAt(loc, t-26*3600); o < off {
-		off = o
+	tm := time.Unix(u, 0).In(loc)
+	_, o := tm.Zone()
+	off := int64(o)
+	start, end := zoneBounds(tm)
+	prev := off
+	if start != math.MinInt64 {
+		prev = offsetAt(loc, start-1)
 	}
-	return t + off
+	z := zone{t: t, wall: u + off, fastLo: satAdd(start, max(off, prev)), fastHi: satAdd(end, off), fastOff: off}
+	switch {
+	case prev > off && u < start+(prev-off):
+		// t+1 lies in the second pass of a repeated hour, whose wall
+		// times stand for the first pass: start after it.
+		z.wall = start + prev
+	case prev < off && u < start+(off-prev):
+		// The gap just before: its wall times stand for [start,
+		// start+gap) when read with the offset from before it.
+		z.gapLo, z.gapHi, z.gapOff = u+prev, start+off, prev
+	}
+	return z
+}
+
+func satAdd(a, b int64) int64 {
+	switch {
+	case a == math.MinInt64 || a == math.MaxInt64:
+		return a
+	default:
+		return a + b
+	}
+}
+
+// resolve returns the instant the wall time w stands for, and, when w lies
+// in a gap, the first wall time after the gap and its length.
+func (z *zone) resolve(loc *time.Location, w int64) (unix, gapEnd, gapLen int64) {
+	if w >= z.fastLo && w < z.fastHi {
+		return w - z.fastOff, 0, 0
+	}
+	x := resolve(loc, w)
+	return x.unix, x.gapEnd, x.gapLen
 }
 
 // locations caches time.LoadLocation, which reads the zone database on
@@ -108,7 +165,7 @@ func loadLocation(name string) (*time.Location, error) {
 	// Local depends on the machine; a schedule must not.
 	loc, err := time.LoadLocation(name)
 	if err != nil || name == "Local" {
-		return nil, fmt.Errorf("unknown time zone %q", name)
+		return nil, fmt.Errorf("unknown time zone %q", cut(name))
 	}
 	// Only known zones are kept, so the cache stays as small as the
 	// zone database.

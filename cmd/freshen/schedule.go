@@ -15,8 +15,9 @@ import (
 const maxScheduleCount = 10000
 
 // runSchedule is `freshen schedule --schedule TEXT [--timezone ZONE]
-// [--created TIME] --after TIME [--count N] [--format json|text]`: it prints
-// the next occurrences of a schedule, as the scheduler computes them.
+// [--created TIME] --after TIME [--count N] [--format json|text] [--max-...
+// N]`: it prints the next occurrences of a schedule, as the scheduler
+// computes them. The --max flags set rrule.Limits (0 keeps a default).
 func runSchedule(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("schedule", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,8 +27,16 @@ func runSchedule(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	afterFlag := fs.String("after", "", "print occurrences strictly after this time (RFC 3339, required)")
 	count := fs.Int("count", 5, fmt.Sprintf("number of occurrences to print (1 to %d)", maxScheduleCount))
 	format := fs.String("format", "json", "output format: json (an array of RFC 3339 UTC times) or text")
+	var lim rrule.Limits
+	d := rrule.DefaultLimits
+	fs.IntVar(&lim.MaxBytes, "max-bytes", 0, fmt.Sprintf("largest schedule text in bytes (0: %d)", d.MaxBytes))
+	fs.IntVar(&lim.MaxRules, "max-rules", 0, fmt.Sprintf("most RRULE lines (0: %d)", d.MaxRules))
+	fs.IntVar(&lim.MaxRDates, "max-rdates", 0, fmt.Sprintf("most RDATE values (0: %d)", d.MaxRDates))
+	fs.IntVar(&lim.MaxExDates, "max-exdates", 0, fmt.Sprintf("most EXDATE values (0: %d)", d.MaxExDates))
+	fs.IntVar(&lim.MaxCount, "max-count", 0, fmt.Sprintf("largest COUNT, summed over the rules (0: %d)", d.MaxCount))
+	fs.IntVar(&lim.MaxSteps, "max-steps", 0, fmt.Sprintf("most work to find one occurrence, in steps (0: %d)", d.MaxSteps))
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: freshen schedule --schedule TEXT [--timezone ZONE] [--created TIME] --after TIME [--count N] [--format json|text]\n\nPrints the next occurrences of a schedule strictly after a time.")
+		fmt.Fprintln(stderr, "usage: freshen schedule --schedule TEXT [--timezone ZONE] [--created TIME] --after TIME [--count N] [--format json|text] [--max-... N]\n\nPrints the next occurrences of a schedule strictly after a time.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -65,7 +74,7 @@ func runSchedule(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if _, err := rrule.Parse("FREQ=DAILY", rrule.Options{Timezone: *zone}); err != nil {
 		return fail("invalid --timezone: %v", err)
 	}
-	s, err := rrule.Parse(*text, rrule.Options{Timezone: *zone, Created: created})
+	s, err := rrule.Parse(*text, rrule.Options{Timezone: *zone, Created: created, Limits: lim})
 	if err != nil {
 		return fail("invalid --schedule: %v", err)
 	}

@@ -87,6 +87,10 @@ func TestScheduleInvalidInput(t *testing.T) {
 			"freshen schedule: --count must be between 1 and 10000, got 0"},
 		{[]string{"--schedule", "FREQ=DAILY", "--after", "2026-01-01T00:00:00Z", "--format", "yaml"},
 			`freshen schedule: --format must be json or text, got "yaml"`},
+		{[]string{"--schedule", "DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY\nRRULE:FREQ=WEEKLY", "--after", "2026-01-01T00:00:00Z", "--max-rules", "1"},
+			"freshen schedule: invalid --schedule: RRULE: at most 1 rules per schedule, got 2"},
+		{[]string{"--schedule", "FREQ=DAILY;COUNT=11", "--after", "2026-01-01T00:00:00Z", "--max-count", "10"},
+			"freshen schedule: invalid --schedule: COUNT=11: must be between 1 and 10"},
 		{[]string{"--schedule", "FREQ=DAILY", "--after", "2026-01-01T00:00:00Z", "extra"},
 			`freshen schedule: unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
@@ -100,4 +104,18 @@ func TestScheduleInvalidInput(t *testing.T) {
 			require.Contains(t, errOut, tt.want)
 		})
 	}
+}
+
+func TestScheduleLimitFlags(t *testing.T) {
+	t.Parallel()
+	text := "DTSTART:20260101T000000Z\nRRULE:FREQ=MINUTELY;COUNT=200000"
+	code, _, errOut := runScheduleArgs("--schedule", text, "--after", "2026-01-01T00:00:00Z")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "COUNT=200000: must be between 1 and 100000")
+
+	// The last of 200,000 minutes from 1 January 2026 is 199,999 minutes
+	// later: 138 days, 21 hours and 19 minutes.
+	code, out, errOut := runScheduleArgs("--schedule", text, "--after", "2026-05-19T21:18:00Z", "--count", "3", "--max-count", "1000000")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, `["2026-05-19T21:19:00Z"]`+"\n", out)
 }

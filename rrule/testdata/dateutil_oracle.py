@@ -21,6 +21,9 @@ from zoneinfo import ZoneInfo
 from dateutil.rrule import rrulestr
 
 
+WEEKDAYS = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"]
+
+
 def zone_of(name):
     if name in ("", "UTC"):
         return timezone.utc
@@ -95,11 +98,30 @@ def occurrences(case):
                 until = instant(dt, timezone.utc if utc else zone)
             else:
                 parts.append(part)
-        rule = rrulestr(";".join(parts), dtstart=start)
+        first, count = start, None
+        names = {p.partition("=")[0].upper(): p.partition("=")[2].upper() for p in parts}
+        if names.get("FREQ") == "WEEKLY" and "BYSETPOS" in names:
+            # dateutil applies BYSETPOS to the days of the first week from
+            # DTSTART on; RFC 5545 to the whole week (from WKST), dropping
+            # what precedes DTSTART afterwards. Expand from the start of
+            # DTSTART's week, with the weekday DTSTART gave by default, and
+            # count only what follows DTSTART.
+            wkst = WEEKDAYS.index(names.get("WKST", "MO"))
+            first = start - timedelta(days=(start.weekday() - wkst) % 7)
+            if "BYDAY" not in names:
+                parts.append("BYDAY=" + WEEKDAYS[start.weekday()])
+            if "COUNT" in names:
+                count = int(names["COUNT"])
+                parts = [p for p in parts if p.partition("=")[0].upper() != "COUNT"]
+        rule = rrulestr(";".join(parts), dtstart=first)
         wall_limit = wall_bound(limit if until is None else min(limit, until), zone)
+        emitted = 0
         for wall in rule:
-            if wall > wall_limit:
+            if wall > wall_limit or count is not None and emitted == count:
                 break
+            if wall < start:
+                continue
+            emitted += 1
             u = instant(wall, zone)
             if until is not None and u > until:
                 continue
