@@ -529,7 +529,16 @@ func failureCases() []failureCase {
 		{name: "1: kind in retry_on retries", policy: failPolicy(`{"delays": ["0s"], "retry_on": ["http_503"]}`, ``),
 			n: 1, f: kind("http_503"), now: morning, plan: retry, rule: rule4, refreshAt: morning, attemptNo: 1},
 		{name: "1: kind in retry_on and in non_retryable: not retryable",
+			policy: failPolicy(`{"delays": ["0s"], "retry_on": ["validation"], "non_retryable": ["validation"]}`, ``),
+			n:      1, f: kind("validation"), now: morning, plan: disable, rule: rule1, attemptNo: 1, reason: defaultReason(1, "validation failed")},
+		{name: "1: retry_on drops the default non_retryable: validation retries",
 			policy: failPolicy(`{"delays": ["0s"], "retry_on": ["validation"]}`, ``),
+			n:      1, f: kind("validation"), now: morning, plan: retry, rule: rule4, refreshAt: morning, attemptNo: 1},
+		{name: "1: retry_on drops the default non_retryable: not_found is not in retry_on",
+			policy: failPolicy(`{"delays": ["0s"], "retry_on": ["validation"]}`, ``),
+			n:      1, f: kind("not_found"), now: morning, plan: disable, rule: rule1, attemptNo: 1, reason: defaultReason(1, "not_found failed")},
+		{name: "1: empty retry_on keeps the default non_retryable",
+			policy: failPolicy(`{"delays": ["0s"], "retry_on": []}`, ``),
 			n:      1, f: kind("validation"), now: morning, plan: disable, rule: rule1, attemptNo: 1, reason: defaultReason(1, "validation failed")},
 		{name: "1: empty non_retryable excludes nothing", policy: failPolicy(`{"delays": ["0s"], "non_retryable": []}`, ``),
 			n: 1, f: kind("validation"), now: morning, plan: retry, rule: rule4, refreshAt: morning, attemptNo: 1},
@@ -1375,4 +1384,24 @@ func TestApplyOutcomeArrival(t *testing.T) {
 		requireTime(t, arrived, got.LastSuccessAt)
 		require.True(t, d.At.IsZero())
 	})
+}
+
+// TestFailedDelayBoundedByGlobalMax checks that a retry never waits past
+// the global maximum delay, jitter included.
+func TestFailedDelayBoundedByGlobalMax(t *testing.T) {
+	t.Parallel()
+	const maxDelay = 30 * 24 * time.Hour
+	now := morning
+	reached := false
+	for i := range 100 {
+		m := transitionModel(t, `{"timeout": "1h", "retry": {"delays": ["720h"], "jitter": 0.5}}`)
+		m.ID = fmt.Sprint("model-", i)
+		m = runningAttempt(t, m, "u1", 1, now.Add(-time.Minute))
+		got, d := refresh.Failed(m, http503, now)
+		require.Equal(t, refresh.DecisionRetry, d.Plan)
+		require.LessOrEqual(t, d.Delay, maxDelay)
+		requireTime(t, now.Add(d.Delay), got.RefreshAt)
+		reached = reached || d.Delay == maxDelay
+	}
+	require.True(t, reached, "some jitter pushes past the limit and is bounded at it")
 }
