@@ -64,8 +64,11 @@ type Retry struct {
 	Align *bool `json:"align,omitempty"`
 	// RetryOn lists the error kinds that retry; empty means all.
 	RetryOn []string `json:"retry_on,omitempty"`
-	// NonRetryable lists the error kinds that never retry. An empty,
-	// non-nil list is kept as given (nothing is excluded).
+	// NonRetryable lists the error kinds that never retry, even when
+	// RetryOn lists them. ParsePolicy gives it the default (validation,
+	// not_found, unauthorized, forbidden) only when both lists are left
+	// out or empty: an allow-list is the caller's whole statement. An
+	// empty, non-nil list is kept as given (nothing is excluded).
 	NonRetryable []string `json:"non_retryable,omitzero"`
 }
 
@@ -131,9 +134,10 @@ func DefaultPolicy() Policy {
 
 // ParsePolicy reads a policy from JSON, applies the defaults of what it
 // leaves out and validates it against lim. JSON null counts as left out.
-// Defaults that would break lim are shrunk to fit it: under a limit of 3
-// retries, the default delays are ["0s", "1m", "5m"]. The policy returned
-// is bound to lim (see WithLimits).
+// Defaults that would break lim are made to fit it: under a limit of 3
+// retries, the default delays are ["0s", "1m", "5m"]; under a minimum
+// timeout of 2h, the default timeout is 2h. The policy returned is bound
+// to lim (see WithLimits).
 //
 // Unknown and repeated fields are refused at every level, and so are
 // strings holding NUL or invalid UTF-8. Any error is a *ValidationError
