@@ -38,14 +38,14 @@ type Policy struct {
 	DisabledMessage string `json:"disabled_message"`
 
 	// bounds are the global limits the policy was checked against that
-	// bound its later use (see WithLimits); nil stands for DefaultLimits,
-	// so that a policy parsed under the default limits equals its JSON
-	// round trip. They are never changed once set.
-	bounds *policyBounds
+	// bound its later use (see WithLimits).
+	bounds policyBounds
 }
 
 // policyBounds are the limits that bound what a policy computes after it
-// was written.
+// was written. The zero value stands for DefaultLimits, so that a policy
+// parsed under the default limits equals its JSON round trip. It holds no
+// reference, so a copy of a Policy shares nothing through it.
 type policyBounds struct {
 	maxDelay  time.Duration // Limits.MaxDelay
 	maxReason int           // Limits.MaxReasonBytes
@@ -225,16 +225,16 @@ func checkMinInterval(s *rrule.Schedule, now time.Time, minInterval time.Duratio
 func (p Policy) WithLimits(lim Limits) Policy {
 	lim = lim.orDefault()
 	def := DefaultLimits()
-	p.bounds = nil
+	p.bounds = policyBounds{}
 	if lim.MaxDelay != def.MaxDelay || lim.MaxReasonBytes != def.MaxReasonBytes {
-		p.bounds = &policyBounds{maxDelay: lim.MaxDelay, maxReason: lim.MaxReasonBytes}
+		p.bounds = policyBounds{maxDelay: lim.MaxDelay, maxReason: lim.MaxReasonBytes}
 	}
 	return p
 }
 
 // maxDelay returns the bound of the final delay.
 func (p Policy) maxDelay() time.Duration {
-	if p.bounds != nil {
+	if p.bounds.maxDelay > 0 {
 		return p.bounds.maxDelay
 	}
 	return defaultMaxDelay
@@ -242,7 +242,7 @@ func (p Policy) maxDelay() time.Duration {
 
 // maxReason returns the bound of a disabled reason, in bytes.
 func (p Policy) maxReason() int {
-	if p.bounds != nil {
+	if p.bounds.maxReason > 0 {
 		return p.bounds.maxReason
 	}
 	return defaultMaxReasonBytes
