@@ -104,14 +104,14 @@ func TestHistoryRow(t *testing.T) {
 		{name: "timeout completes it",
 			apply: func(t *testing.T) (Model, Model, Decision) {
 				m := changeRunning(t, "m1")
-				m.DeadlineAt = changeNow // as if the timeout were shorter
+				m.DeadlineAt = changeNow // a 1m attempt: the timeout was shorter when it started
 				after, d := Timeout(m, changeNow)
 				return m, after, d
 			},
 			want: func() *Attempt {
 				a := ended(EventTimeout)
 				a.DeadlineAt = changeNow
-				a.ErrorKind, a.ErrorMessage, a.Decision, a.Delay = KindTimeout, "attempt 2 did not finish within 1h", DecisionRetry, time.Minute
+				a.ErrorKind, a.ErrorMessage, a.Decision, a.Delay = KindTimeout, "attempt 2 did not finish within 1m", DecisionRetry, time.Minute
 				return a
 			}()},
 		{name: "trigger supersedes a running attempt",

@@ -120,11 +120,13 @@ func TestConsumerDefersLockedModels(t *testing.T) {
 func TestConsumerSetsAsideWhatTheStoreRefuses(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	jobs := b.started(t, "a", "b", "c", "d", "e")
+	jobs := b.started(t, "a", "b", "c", "d", "e", "f")
 	b.clock.Advance(time.Minute)
 	store := &lockingStore{Store: b.store}
 	c := b.consumer(t, store)
-	poison := refresh.Outcome{ModelID: "c", AttemptUID: jobs["c"].AttemptUID, Type: refresh.OutcomeStatus, Message: "a\x00b"}
+	// A status of a model with no later outcome in the batch: an outcome
+	// that ends the attempt would clear the status again.
+	poison := refresh.Outcome{ModelID: "f", AttemptUID: jobs["f"].AttemptUID, Type: refresh.OutcomeStatus, Message: "a\x00b"}
 	for _, id := range []string{"a", "b"} {
 		b.queue.Deliver(refresh.Outcome{ModelID: id, AttemptUID: jobs[id].AttemptUID, Type: refresh.OutcomeSuccess})
 	}

@@ -60,22 +60,27 @@ func ParseDuration(s string) (Duration, error) {
 	if !strings.HasPrefix(body, "P") {
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return 0, fmt.Errorf(durationRule, strconv.Quote(s))
+			return 0, fmt.Errorf(durationRule, quoteShort(s))
 		}
 		return Duration(d), nil
 	}
 	iso, err := duration.Parse(s)
 	if err != nil || !isoDesignatorsInOrder(body) {
-		return 0, fmt.Errorf(durationRule, strconv.Quote(s))
+		return 0, fmt.Errorf(durationRule, quoteShort(s))
 	}
 	if iso.Years != 0 || iso.Months != 0 {
-		return 0, fmt.Errorf("must not use years or months, whose length varies (use days, e.g. \"P30D\"), got %q", s)
+		return 0, fmt.Errorf("must not use years or months, whose length varies (use days, e.g. \"P30D\"), got %s", quoteShort(s))
 	}
 	// Sum in float first: ToTimeDuration would silently wrap on overflow.
 	ns := iso.Weeks*float64(7*24*time.Hour) + iso.Days*float64(24*time.Hour) +
 		iso.Hours*float64(time.Hour) + iso.Minutes*float64(time.Minute) + iso.Seconds*float64(time.Second)
-	if ns >= math.MaxInt64 {
-		return 0, fmt.Errorf("must be at most %s, got %q", Duration(math.MaxInt64), s)
+	switch {
+	case math.IsNaN(ns):
+		return 0, fmt.Errorf(durationRule, quoteShort(s))
+	case math.Abs(ns) >= math.MaxInt64 && iso.Negative:
+		return 0, fmt.Errorf("must be at least -%s, got %s", Duration(math.MaxInt64), quoteShort(s))
+	case math.Abs(ns) >= math.MaxInt64:
+		return 0, fmt.Errorf("must be at most %s, got %s", Duration(math.MaxInt64), quoteShort(s))
 	}
 	return Duration(iso.ToTimeDuration()), nil
 }
@@ -143,11 +148,20 @@ func formatDuration(d time.Duration) string {
 	return b.String()
 }
 
+// quoteShort quotes s for an error message, shortened if long.
+func quoteShort(s string) string {
+	const max = 40
+	if len(s) > max {
+		return strconv.Quote(cutText(s, max-3) + "...")
+	}
+	return strconv.Quote(s)
+}
+
 // shortJSON quotes a JSON value for an error message, shortened if long.
 func shortJSON(data []byte) string {
 	s := strings.TrimSpace(string(data))
 	if len(s) > 40 {
-		s = s[:37] + "..."
+		s = cutText(s, 37) + "..."
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package refresh_test
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,10 @@ func TestParseDuration(t *testing.T) {
 		{in: "P1M", err: `must not use years or months, whose length varies (use days, e.g. "P30D"), got "P1M"`},
 		{in: "P1Y", err: `must not use years or months, whose length varies (use days, e.g. "P30D"), got "P1Y"`},
 		{in: "P300000D", err: `must be at most 2562047h47m16.854775807s, got "P300000D"`},
+		{in: "-P300000D", err: `must be at least -2562047h47m16.854775807s, got "-P300000D"`},
+		{in: "PT" + strings.Repeat("9", 400) + "S", err: `must be a duration like "90s" or "PT5M", got "PT` + strings.Repeat("9", 35) + `..."`},
+		{in: strings.Repeat("x", 100), err: `must be a duration like "90s" or "PT5M", got "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..."`},
+		{in: "1h\x00", err: `must be a duration like "90s" or "PT5M", got "1h\x00"`},
 		{in: "300000000h", err: `must be a duration like "90s" or "PT5M", got "300000000h"`},
 	}
 	for _, tt := range tests {

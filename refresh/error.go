@@ -3,6 +3,8 @@ package refresh
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Error codes, in the manner of WTF Dial: a transport maps them to its own
@@ -79,19 +81,71 @@ func (e FieldError) String() string {
 	return e.Field + ": " + e.Rule
 }
 
-// ValidationError lists every broken rule of an input (a policy, a
-// simulation spec). Its code is EINVALID.
+// ValidationError lists the broken rules of an input (a policy, a
+// simulation spec). Its code is EINVALID. An input with more broken rules
+// than an answer may list (Limits.MaxFieldErrors) lists the first ones in
+// Fields and counts the others it found in More; a decoder that reached
+// the cap stops checking, so More is a lower bound.
 type ValidationError struct {
 	Fields []FieldError
+	// More counts broken rules found and left out of Fields.
+	More int
 }
 
+// Error lists the rules separated by "; ", followed by "... and N more"
+// when some were left out.
 func (e *ValidationError) Error() string {
-	s := ""
+	var b strings.Builder
 	for i, f := range e.Fields {
 		if i > 0 {
-			s += "; "
+			b.WriteString("; ")
 		}
-		s += f.String()
+		if f.Field != "" {
+			b.WriteString(f.Field)
+			b.WriteString(": ")
+		}
+		b.WriteString(f.Rule)
 	}
-	return s
+	if e.More > 0 {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("... and ")
+		b.WriteString(strconv.Itoa(e.More))
+		b.WriteString(" more")
+	}
+	return b.String()
+}
+
+// errorList collects broken rules up to a cap and counts the rest. The
+// zero value has no cap.
+type errorList struct {
+	max  int // 0: no cap
+	errs []FieldError
+	more int
+}
+
+// full reports whether the cap is reached: a further rule is only counted.
+func (l *errorList) full() bool { return l.max > 0 && len(l.errs) >= l.max }
+
+// add records a broken rule, or counts it when the list is full. The rule
+// is formatted only if it is recorded.
+func (l *errorList) add(field, format string, args ...any) {
+	if l.full() {
+		l.more++
+		return
+	}
+	rule := format
+	if len(args) > 0 {
+		rule = fmt.Sprintf(format, args...)
+	}
+	l.errs = append(l.errs, FieldError{Field: field, Rule: rule})
+}
+
+// err returns the *ValidationError of the rules collected, or nil.
+func (l *errorList) err() error {
+	if len(l.errs) == 0 && l.more == 0 {
+		return nil
+	}
+	return &ValidationError{Fields: l.errs, More: l.more}
 }

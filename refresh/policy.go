@@ -11,13 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/freshen-dev/freshen/rrule"
 )
 
 // Policy is a model's refresh policy (DESIGN.md section 2). Build one with
-// ParsePolicy, which applies defaults and validates it. The JSON form of a
-// parsed policy states every default, so it parses back to the same policy.
+// ParsePolicy, which applies defaults and validates it, and check it with
+// CheckAt at the time of the write. The JSON form of a parsed policy states
+// every default, so it parses back to the same policy.
 type Policy struct {
 	// Schedule is RFC 5545 text or a bare RRULE body; "" means on demand.
 	Schedule string `json:"schedule,omitempty"`
@@ -33,6 +36,19 @@ type Policy struct {
 	// DisabledMessage is the customer-facing reason of a disable, with the
 	// placeholders {attempts}, {error} and {since}.
 	DisabledMessage string `json:"disabled_message"`
+
+	// bounds are the global limits the policy was checked against that
+	// bound its later use (see WithLimits).
+	bounds policyBounds
+}
+
+// policyBounds are the limits that bound what a policy computes after it
+// was written. The zero value stands for DefaultLimits, so that a policy
+// parsed under the default limits equals its JSON round trip. It holds no
+// reference, so a copy of a Policy shares nothing through it.
+type policyBounds struct {
+	maxDelay  time.Duration // Limits.MaxDelay
+	maxReason int           // Limits.MaxReasonBytes
 }
 
 // Retry says how long to wait before each retry, and which failures retry.
@@ -48,8 +64,11 @@ type Retry struct {
 	Align *bool `json:"align,omitempty"`
 	// RetryOn lists the error kinds that retry; empty means all.
 	RetryOn []string `json:"retry_on,omitempty"`
-	// NonRetryable lists the error kinds that never retry. An empty,
-	// non-nil list is kept as given (nothing is excluded).
+	// NonRetryable lists the error kinds that never retry, even when
+	// RetryOn lists them. ParsePolicy gives it the default (validation,
+	// not_found, unauthorized, forbidden) only when both lists are left
+	// out or empty: an allow-list is the caller's whole statement. An
+	// empty, non-nil list is kept as given (nothing is excluded).
 	NonRetryable []string `json:"non_retryable,omitzero"`
 }
 
@@ -115,33 +134,118 @@ func DefaultPolicy() Policy {
 
 // ParsePolicy reads a policy from JSON, applies the defaults of what it
 // leaves out and validates it against lim. JSON null counts as left out.
-// Defaults that would break lim are shrunk to fit it: under a limit of 3
-// retries, the default delays are ["0s", "1m", "5m"].
+// Defaults that would break lim are made to fit it: under a limit of 3
+// retries, the default delays are ["0s", "1m", "5m"]; under a minimum
+// timeout of 2h, the default timeout is 2h. The policy returned is bound
+// to lim (see WithLimits).
 //
-// Unknown fields are refused. Any error is a *ValidationError that lists
-// every broken rule, each named by its field path, e.g.
-// "retry.backoff.multiplier: must be >= 1, got 0.5".
+// Unknown and repeated fields are refused at every level, and so are
+// strings holding NUL or invalid UTF-8. Any error is a *ValidationError
+// that lists the broken rules, each named by its field path, e.g.
+// "retry.backoff.multiplier: must be >= 1, got 0.5", up to
+// lim.MaxFieldErrors; past that the decoder only counts what it still
+// finds (unknown and repeated fields) and checks no more rules.
+//
+// ParsePolicy checks what does not depend on the time: a write must also
+// call CheckAt.
 func ParsePolicy(data []byte, lim Limits) (Policy, error) {
-	d := policyDecoder{bad: map[string]bool{}}
-	p := d.policy(data, lim.orDefault())
-	errs := d.errs
-	if !d.bad[""] { // a policy that is no JSON object has no rules to check
-		errs = append(errs, p.check(lim, d.bad)...)
+	lim = lim.orDefault()
+	d := policyDecoder{lim: lim, bad: map[string]bool{}, errs: errorList{max: lim.MaxFieldErrors}}
+	p := d.policy(data)
+	if !d.bad[""] && !d.errs.full() { // a policy that is no JSON object has no rules to check
+		p.check(lim, d.bad, &d.errs)
 	}
-	if len(errs) > 0 {
-		return Policy{}, &ValidationError{Fields: errs}
+	if err := d.errs.err(); err != nil {
+		return Policy{}, err
 	}
-	return p, nil
+	return p.WithLimits(lim), nil
 }
 
-// Validate checks p against lim and returns a *ValidationError listing
-// every broken rule, or nil. It applies no defaults: a Policy built in code
-// should start from DefaultPolicy.
+// Validate checks p against lim and returns a *ValidationError listing the
+// broken rules (at most lim.MaxFieldErrors), or nil. It applies no
+// defaults: a Policy built in code should start from DefaultPolicy. Like
+// ParsePolicy, it leaves the checks that depend on the time to CheckAt.
 func (p Policy) Validate(lim Limits) error {
-	if errs := p.check(lim, nil); len(errs) > 0 {
-		return &ValidationError{Fields: errs}
+	lim = lim.orDefault()
+	errs := errorList{max: lim.MaxFieldErrors}
+	p.check(lim, nil, &errs)
+	return errs.err()
+}
+
+// CheckAt runs the checks of p that depend on the time of the write, now,
+// and on the creation time of the model, created (which anchors a schedule
+// without DTSTART; for a new model, now): the schedule must have an
+// occurrence at or after now ("schedule: rule has no occurrence after
+// <now>", e.g. an UNTIL in the past), and must be no denser than
+// lim.MinInterval. It returns a *ValidationError naming the field, or nil.
+// An on-demand policy passes.
+//
+// A write that sets the schedule (a create, a replace, a patch of schedule
+// or timezone) calls ParsePolicy, then CheckAt with the time of the
+// request; the simulator checks at the spec's start.
+func (p Policy) CheckAt(now, created time.Time, lim Limits) error {
+	lim = lim.orDefault()
+	if p.Schedule == "" {
+		return nil
 	}
-	return nil
+	errs := errorList{max: lim.MaxFieldErrors}
+	s, err := rrule.Parse(p.Schedule, rrule.Options{Timezone: p.Timezone, Created: created})
+	switch {
+	case err != nil:
+		errs.add("schedule", "%s", err)
+	default:
+		if _, ok := s.First(now); !ok {
+			errs.add("schedule", "%s after %s", rrule.ErrNoOccurrence, ts(now))
+		} else if rule := checkMinInterval(s, now, lim.MinInterval); rule != "" {
+			errs.add("schedule", "%s", rule)
+		}
+	}
+	return errs.err()
+}
+
+// checkMinInterval is where the minimum schedule interval (DESIGN.md
+// section 2, cost bounds; Limits.MinInterval) plugs in. It must return the
+// broken rule, e.g. "occurrences must be at least 1m apart, got 30s", when
+// two consecutive occurrences of s among the first 1,000 at or after now
+// are closer than minInterval, and "" otherwise, at a cost bounded
+// whatever the rule.
+//
+// It accepts every schedule until the rrule package measures that gap;
+// CheckAt already calls it with what it needs.
+func checkMinInterval(s *rrule.Schedule, now time.Time, minInterval time.Duration) string {
+	return ""
+}
+
+// WithLimits returns p bound to lim: Delay never returns more than
+// lim.MaxDelay, DisabledReason never more than lim.MaxReasonBytes.
+// ParsePolicy binds the policy it returns to its limits. The binding is no
+// part of the JSON form: a policy decoded with encoding/json, as a store
+// reads one back, is bound to DefaultLimits until WithLimits binds it
+// again.
+func (p Policy) WithLimits(lim Limits) Policy {
+	lim = lim.orDefault()
+	def := DefaultLimits()
+	p.bounds = policyBounds{}
+	if lim.MaxDelay != def.MaxDelay || lim.MaxReasonBytes != def.MaxReasonBytes {
+		p.bounds = policyBounds{maxDelay: lim.MaxDelay, maxReason: lim.MaxReasonBytes}
+	}
+	return p
+}
+
+// maxDelay returns the bound of the final delay.
+func (p Policy) maxDelay() time.Duration {
+	if p.bounds.maxDelay > 0 {
+		return p.bounds.maxDelay
+	}
+	return defaultMaxDelay
+}
+
+// maxReason returns the bound of a disabled reason, in bytes.
+func (p Policy) maxReason() int {
+	if p.bounds.maxReason > 0 {
+		return p.bounds.maxReason
+	}
+	return defaultMaxReasonBytes
 }
 
 // MaxRetries returns the number of retries of one round: len(delays), or
@@ -154,11 +258,12 @@ func (p Policy) MaxRetries() int {
 }
 
 // Delay returns how long retry n (n >= 1) waits: delays[n-1], or the backoff
-// strategy's delay capped at max_delay, then spread by the jitter. The
-// jitter is a pure function of (modelID, consecutiveFailures,
-// failingSince), so the same inputs give the same delay. Delay never
-// overflows and is never negative; an n beyond the delays list waits the
-// last delay, and an n below 1 counts as 1.
+// strategy's delay capped at max_delay, then spread by the jitter, then
+// bounded by the global maximum delay p is bound to (Limits.MaxDelay; see
+// WithLimits). The jitter is a pure function of (modelID,
+// consecutiveFailures, failingSince), so the same inputs give the same
+// delay. Delay never overflows and is never negative; an n beyond the
+// delays list waits the last delay, and an n below 1 counts as 1.
 func (p Policy) Delay(n int, modelID string, consecutiveFailures int, failingSince time.Time) time.Duration {
 	n = max(n, 1)
 	var d time.Duration
@@ -175,7 +280,7 @@ func (p Policy) Delay(n int, modelID string, consecutiveFailures int, failingSin
 		// Round to the millisecond: jitter finer than that only clutters logs.
 		d = saturate(math.Round(f/float64(time.Millisecond)) * float64(time.Millisecond))
 	}
-	return d
+	return min(d, p.maxDelay())
 }
 
 // delay returns retry n's delay before jitter, capped at MaxDelay.
@@ -267,23 +372,52 @@ func (p Policy) Aligned() bool {
 }
 
 // Retryable reports whether a failure of kind may retry; when not, why says
-// which rule refused it.
+// which rule refused it. The deny-list (non_retryable) wins over the
+// allow-list (retry_on).
 func (p Policy) Retryable(kind string, retryable bool) (ok bool, why string) {
 	switch {
 	case !retryable:
 		return false, "the worker marked it non-retryable"
 	case slices.Contains(p.Retry.NonRetryable, kind):
-		return false, fmt.Sprintf("kind %q is in retry.non_retryable", kind)
+		return false, fmt.Sprintf("kind %s is in retry.non_retryable", quoteShort(kind))
 	case len(p.Retry.RetryOn) > 0 && !slices.Contains(p.Retry.RetryOn, kind):
-		return false, fmt.Sprintf("kind %q is not in retry.retry_on", kind)
+		return false, fmt.Sprintf("kind %s is not in retry.retry_on", quoteShort(kind))
 	}
 	return true, ""
 }
 
+// Truncation mark of a disabled reason: it ends text that was cut.
+const reasonEllipsis = "…"
+
+// Placeholders of disabled_message, and the most bytes each one's value can
+// take ({error} is cut to fit).
+const (
+	phAttempts = "{attempts}"
+	phError    = "{error}"
+	phSince    = "{since}"
+
+	maxAttemptsBytes = len("-9223372036854775808")
+	maxSinceBytes    = len("2006-01-02T15:04:05-07:00")
+)
+
 // DisabledReason returns the disabled message with {attempts}, {error} and
 // {since} filled in; since is written in RFC 3339 in the policy's time zone
 // (UTC if none), and as "" if zero. The default message stands in for an
-// empty one. Placeholders inside errMsg are not expanded.
+// empty one. Placeholders inside errMsg are not expanded; errMsg is
+// trimmed of surrounding white space.
+//
+// The reason never exceeds the bound p is bound to (Limits.MaxReasonBytes;
+// see WithLimits), and costs time in proportion to that bound whatever the
+// inputs. The error text is cut first, at a character boundary and marked
+// with "…", so that the template's own words stay whole; only a template
+// that does not fit by itself (which validation refuses) is cut too.
+//
+// An empty error leaves no dangling punctuation: {error} expands to nothing
+// and takes with it the brackets or quotes right around it and the spaces
+// and separator (: ; , - – —) right before it (right after it, when it
+// starts the message). With the default message that reads "Refresh
+// disabled after 3 failed attempt(s)". Should nothing be left, the default
+// message stands in.
 func (p Policy) DisabledReason(attempts int, errMsg string, since time.Time) string {
 	msg := p.DisabledMessage
 	if msg == "" {
@@ -297,7 +431,153 @@ func (p Policy) DisabledReason(attempts int, errMsg string, since time.Time) str
 		}
 		s = since.In(loc).Format(time.RFC3339)
 	}
-	return strings.NewReplacer("{attempts}", strconv.Itoa(attempts), "{error}", errMsg, "{since}", s).Replace(msg)
+	n := strconv.Itoa(attempts)
+	limit := p.maxReason()
+	reason := expandReason(msg, limit, n, s, errMsg)
+	if msg != defaultDisabledMessage && strings.TrimSpace(reason) == "" {
+		reason = expandReason(defaultDisabledMessage, limit, n, s, errMsg)
+	}
+	return reason
+}
+
+// fitReason returns text cut to the disabled reason's bound, marked with
+// "…" if it was cut.
+func (p Policy) fitReason(text string) string {
+	return fitText(text, p.maxReason(), false)
+}
+
+// expandReason fills in the placeholders of tmpl within limit bytes (see
+// DisabledReason). It reads at most limit bytes of errMsg and as much of
+// tmpl as a template that fits can take.
+func expandReason(tmpl string, limit int, attempts, since, errMsg string) string {
+	cut := false
+	if n := limit + len(phAttempts+phError+phSince); len(tmpl) > n {
+		tmpl, cut = cutText(tmpl, n), true
+		if i := strings.LastIndexByte(tmpl, '{'); i >= 0 && strings.IndexByte(tmpl[i:], '}') < 0 {
+			tmpl = tmpl[:i] // a placeholder cut in two is no placeholder
+		}
+	}
+	// The template's text with {attempts} and {since} filled in; holes
+	// are the offsets where {error} goes.
+	fixed := make([]byte, 0, len(tmpl)+maxAttemptsBytes+maxSinceBytes)
+	var holes []int
+	for i := 0; i < len(tmpl); {
+		j := strings.IndexByte(tmpl[i:], '{')
+		if j < 0 {
+			fixed = append(fixed, tmpl[i:]...)
+			break
+		}
+		fixed = append(fixed, tmpl[i:i+j]...)
+		i += j
+		switch rest := tmpl[i:]; {
+		case strings.HasPrefix(rest, phAttempts):
+			fixed = append(fixed, attempts...)
+			i += len(phAttempts)
+		case strings.HasPrefix(rest, phSince):
+			fixed = append(fixed, since...)
+			i += len(phSince)
+		case strings.HasPrefix(rest, phError):
+			holes = append(holes, len(fixed))
+			i += len(phError)
+		default:
+			fixed = append(fixed, '{')
+			i++
+		}
+	}
+
+	errCut := len(errMsg) > limit
+	e := strings.TrimSpace(cutText(errMsg, limit))
+	if len(holes) == 0 {
+		return fitText(string(fixed), limit, cut)
+	}
+	if e == "" && !errCut {
+		out := dropHoles(fixed, holes)
+		if len(bytes.TrimSpace(out)) == 0 {
+			return "" // the default message stands in, not a lone "…"
+		}
+		return fitText(string(out), limit, cut)
+	}
+	if share := (limit - len(fixed)) / len(holes); errCut || len(e) > share {
+		switch {
+		case share > len(reasonEllipsis):
+			e = strings.TrimRightFunc(cutText(e, share-len(reasonEllipsis)), unicode.IsSpace) + reasonEllipsis
+		case share == len(reasonEllipsis):
+			e = reasonEllipsis
+		default:
+			e = ""
+		}
+	}
+	out := make([]byte, 0, len(fixed)+len(holes)*len(e))
+	prev := 0
+	for _, h := range holes {
+		out = append(out, fixed[prev:h]...)
+		out = append(out, e...)
+		prev = h
+	}
+	out = append(out, fixed[prev:]...)
+	return fitText(string(out), limit, cut)
+}
+
+// fitText returns s if it fits in limit bytes and was not cut before,
+// else s cut to limit bytes ending with "…".
+func fitText(s string, limit int, cut bool) string {
+	if !cut && len(s) <= limit {
+		return s
+	}
+	if limit < len(reasonEllipsis) {
+		return cutText(s, limit)
+	}
+	return cutText(s, limit-len(reasonEllipsis)) + reasonEllipsis
+}
+
+// cutText returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 character.
+func cutText(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	for i := n; i > n-utf8.UTFMax && i >= 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i]
+		}
+	}
+	return s[:n] // not UTF-8 there: cut at n
+}
+
+// Brackets and quotes that an empty {error} takes with it.
+var reasonBrackets = map[rune]rune{'(': ')', '[': ']', '"': '"', '\'': '\'', '«': '»', '“': '”', '‘': '’'}
+
+// isReasonSeparator reports whether r introduces an {error} that may be
+// empty: white space, or : ; , - – —.
+func isReasonSeparator(r rune) bool {
+	return unicode.IsSpace(r) || strings.ContainsRune(":;,-–—", r)
+}
+
+// dropHoles returns fixed with the holes of an empty {error} removed along
+// with their punctuation (see DisabledReason).
+func dropHoles(fixed []byte, holes []int) []byte {
+	out := make([]byte, 0, len(fixed))
+	prev := 0
+	for _, h := range holes {
+		out = append(out, fixed[prev:h]...)
+		prev = h
+		if open, n := utf8.DecodeLastRune(out); n > 0 {
+			if closer, ok := reasonBrackets[open]; ok {
+				if c, m := utf8.DecodeRune(fixed[h:]); m > 0 && c == closer {
+					out, prev = out[:len(out)-n], h+m
+				}
+			}
+		}
+		out = bytes.TrimRightFunc(out, isReasonSeparator)
+		if len(out) == 0 {
+			rest := bytes.TrimLeftFunc(fixed[prev:], isReasonSeparator)
+			prev = len(fixed) - len(rest)
+		}
+	}
+	return append(out, fixed[prev:]...)
 }
 
 // location loads the policy's time zone; "" is UTC. "Local" is refused: it
@@ -308,38 +588,42 @@ func (p Policy) location() (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(p.Timezone)
 	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", p.Timezone)
+		return nil, fmt.Errorf("unknown time zone %s", quoteShort(p.Timezone))
 	}
 	return loc, nil
 }
 
 var (
 	strategies   = []string{BackoffImmediate, BackoffFixed, BackoffLinear, BackoffExponential, BackoffFibonacci}
-	placeholders = []string{"{attempts}", "{error}", "{since}"}
+	placeholders = []string{phAttempts, phError, phSince}
 	placeholder  = regexp.MustCompile(`\{[^{}]*\}`)
 )
 
-// check returns every rule p breaks. Rules about a field listed in bad (it
-// failed to decode), or inside one, are skipped: its value means nothing.
-func (p Policy) check(lim Limits, bad map[string]bool) []FieldError {
-	lim = lim.orDefault()
-	c := checker{bad: bad}
+// check adds to errs every rule p breaks, until errs is full. Rules about a
+// field listed in bad (it failed to decode), or inside one, are skipped:
+// its value means nothing. Every check is linear in the size of p, and
+// lists longer than their limit are refused whole, without looking at
+// their entries.
+func (p Policy) check(lim Limits, bad map[string]bool, errs *errorList) {
+	c := checker{bad: bad, errorList: errs}
 	maxDelay := Duration(lim.MaxDelay)
 
+	scheduleOK := c.text("schedule", p.Schedule) && !c.skip("schedule")
+	timezoneOK := c.text("timezone", p.Timezone) && !c.skip("timezone")
 	_, tzErr := p.location()
-	if p.Schedule != "" && tzErr == nil && !c.skip("timezone") {
+	if p.Schedule != "" && scheduleOK && timezoneOK && tzErr == nil {
 		_, err := rrule.Parse(p.Schedule, rrule.Options{Timezone: p.Timezone, Created: time.Unix(0, 0).UTC()})
 		if err != nil {
 			c.add("schedule", "%s", err)
 		}
 	}
-	if tzErr != nil {
+	if tzErr != nil && timezoneOK {
 		c.add("timezone", "%s", tzErr)
 	}
 
 	switch {
-	case p.Timeout <= 0:
-		c.add("timeout", "must be > 0, got %s", p.Timeout)
+	case p.Timeout < Duration(lim.MinTimeout):
+		c.add("timeout", "must be >= %s, got %s", Duration(lim.MinTimeout), p.Timeout)
 	case p.Timeout > Duration(lim.MaxTimeout):
 		c.add("timeout", "must be <= %s, got %s", Duration(lim.MaxTimeout), p.Timeout)
 	}
@@ -351,22 +635,23 @@ func (p Policy) check(lim Limits, bad map[string]bool) []FieldError {
 	case r.Delays == nil && r.Backoff == nil && !c.skip("retry.delays") && !c.skip("retry.backoff"):
 		c.add("retry", "set delays or backoff")
 	}
-	for i, d := range r.Delays {
-		c.between(fmt.Sprintf("retry.delays[%d]", i), d, maxDelay)
-	}
-	if len(r.Delays) > lim.MaxRetries {
-		c.add("retry.delays", "must have at most %d entries, got %d", lim.MaxRetries, len(r.Delays))
+	if c.length("retry.delays", len(r.Delays), lim.MaxRetries) {
+		for i, d := range r.Delays {
+			c.between(fmt.Sprintf("retry.delays[%d]", i), d, maxDelay)
+		}
 	}
 	if b := r.Backoff; b != nil {
 		known := slices.Contains(strategies, b.Strategy)
 		if !known {
-			c.add("retry.backoff.strategy", "must be one of %s, got %q", strings.Join(strategies, ", "), b.Strategy)
+			c.add("retry.backoff.strategy", "must be one of %s, got %s", strings.Join(strategies, ", "), quoteShort(b.Strategy))
 		}
 		switch {
 		case b.Strategy == BackoffImmediate && b.Base != 0:
 			c.add("retry.backoff.base", "is not used by the immediate strategy")
 		case known && b.Strategy != BackoffImmediate && b.Base <= 0:
 			c.add("retry.backoff.base", "must be > 0, got %s", b.Base)
+		case b.Base > maxDelay:
+			c.add("retry.backoff.base", "must be <= %s, got %s", maxDelay, b.Base)
 		}
 		switch {
 		case b.Strategy == BackoffExponential && !(b.Multiplier >= 1):
@@ -382,16 +667,8 @@ func (p Policy) check(lim Limits, bad map[string]bool) []FieldError {
 	if !(r.Jitter >= 0 && r.Jitter < 1) {
 		c.add("retry.jitter", "must be >= 0 and < 1, got %v", r.Jitter)
 	}
-	for i, k := range r.RetryOn {
-		if strings.TrimSpace(k) == "" {
-			c.add(fmt.Sprintf("retry.retry_on[%d]", i), "must not be empty")
-		}
-	}
-	for i, k := range r.NonRetryable {
-		if strings.TrimSpace(k) == "" {
-			c.add(fmt.Sprintf("retry.non_retryable[%d]", i), "must not be empty")
-		}
-	}
+	c.kinds("retry.retry_on", r.RetryOn, lim)
+	c.kinds("retry.non_retryable", r.NonRetryable, lim)
 
 	switch p.OnExhausted {
 	case ExhaustedDisable:
@@ -400,29 +677,23 @@ func (p Policy) check(lim Limits, bad map[string]bool) []FieldError {
 			c.add("on_exhausted", "wait_next needs a schedule")
 		}
 	default:
-		c.add("on_exhausted", "must be %q or %q, got %q", ExhaustedDisable, ExhaustedWaitNext, p.OnExhausted)
+		c.add("on_exhausted", "must be %q or %q, got %s", ExhaustedDisable, ExhaustedWaitNext, quoteShort(p.OnExhausted))
 	}
-	if p.GiveUpAfter < 0 {
-		c.add("give_up_after", "must be >= 0, got %s", p.GiveUpAfter)
-	}
-	var seen []string
-	for _, ph := range placeholder.FindAllString(p.DisabledMessage, -1) {
-		if !slices.Contains(placeholders, ph) && !slices.Contains(seen, ph) {
-			seen = append(seen, ph)
-			c.add("disabled_message", "unknown placeholder %q; use %s", ph, strings.Join(placeholders, ", "))
-		}
-	}
-	return c.errs
+	c.between("give_up_after", p.GiveUpAfter, Duration(lim.MaxGiveUpAfter))
+	c.template("disabled_message", p.DisabledMessage, lim)
 }
 
 // checker collects broken rules.
 type checker struct {
-	errs []FieldError
-	bad  map[string]bool
+	*errorList
+	bad map[string]bool
 }
 
 // skip reports whether field, or a field that contains it, failed to decode.
 func (c *checker) skip(field string) bool {
+	if len(c.bad) == 0 {
+		return false
+	}
 	for f := field; f != ""; {
 		if c.bad[f] {
 			return true
@@ -438,7 +709,7 @@ func (c *checker) skip(field string) bool {
 
 func (c *checker) add(field, format string, args ...any) {
 	if !c.skip(field) {
-		c.errs = append(c.errs, FieldError{Field: field, Rule: fmt.Sprintf(format, args...)})
+		c.errorList.add(field, format, args...)
 	}
 }
 
@@ -452,22 +723,169 @@ func (c *checker) between(field string, d, limit Duration) {
 	}
 }
 
+// length checks that a list has at most max entries, and reports whether
+// its entries are worth checking one by one.
+func (c *checker) length(field string, n, max int) bool {
+	if n > max {
+		c.add(field, "must have at most %d entries, got %d", max, n)
+		return false
+	}
+	return !c.full()
+}
+
+// text checks that s holds no NUL and only valid UTF-8, which a store
+// cannot keep, and reports whether it does.
+func (c *checker) text(field, s string) bool {
+	if rule := textRule(s); rule != "" {
+		c.add(field, "%s", rule)
+		return false
+	}
+	return true
+}
+
+// kinds checks a list of error kinds.
+func (c *checker) kinds(field string, kinds []string, lim Limits) {
+	if !c.length(field, len(kinds), lim.MaxKinds) {
+		return
+	}
+	for i, k := range kinds {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		switch {
+		case len(k) > lim.MaxKindBytes:
+			c.add(f, "must be at most %d bytes, got %d", lim.MaxKindBytes, len(k))
+		case strings.TrimSpace(k) == "":
+			c.add(f, "must not be empty")
+		default:
+			c.text(f, k)
+		}
+	}
+}
+
+// template checks the disabled_message template: its length, its
+// placeholders (known ones, each at most once) and the length of its
+// expansion before the error text goes in.
+func (c *checker) template(field, msg string, lim Limits) {
+	if len(msg) > lim.MaxMessageBytes {
+		// Too long to be worth reading further.
+		c.add(field, "must be at most %d bytes, got %d", lim.MaxMessageBytes, len(msg))
+		return
+	}
+	if !c.text(field, msg) {
+		return
+	}
+	unknown := map[string]bool{}
+	for _, ph := range placeholder.FindAllString(msg, -1) {
+		if !slices.Contains(placeholders, ph) && !unknown[ph] {
+			unknown[ph] = true
+			c.add(field, "unknown placeholder %s; use %s", quoteShort(ph), strings.Join(placeholders, ", "))
+		}
+	}
+	expanded := len(msg)
+	for _, ph := range placeholders {
+		n := strings.Count(msg, ph)
+		if n > 1 {
+			c.add(field, "must contain %s at most once, got %d", ph, n)
+		}
+		switch ph {
+		case phAttempts:
+			expanded += n * (maxAttemptsBytes - len(ph))
+		case phSince:
+			expanded += n * (maxSinceBytes - len(ph))
+		case phError:
+			expanded -= n * len(ph)
+		}
+	}
+	if expanded > lim.MaxReasonBytes {
+		c.add(field, "must expand to at most %d bytes (the limit of a disabled reason), got up to %d before the error text",
+			lim.MaxReasonBytes, expanded)
+	}
+}
+
+// textRule returns the rule a string that a store cannot keep breaks: no
+// NUL, valid UTF-8. It returns "" for a good string.
+func textRule(s string) string {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return `must not contain NUL (\u0000)`
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	}
+	return ""
+}
+
+// jsonTextRule is textRule for a JSON string as written: encoding/json
+// silently replaces invalid UTF-8 and lone surrogate escapes (\ud800) with
+// U+FFFD, which this refuses. raw is valid JSON.
+func jsonTextRule(raw []byte) string {
+	if !utf8.Valid(raw) {
+		return "must be valid UTF-8"
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if raw[i+1] != 'u' {
+			i++ // a one-letter escape: skip its letter
+			continue
+		}
+		r := hex4(raw[i+2 : i+6])
+		i += 5
+		switch {
+		case r == 0:
+			return `must not contain NUL (\u0000)`
+		case r >= 0xd800 && r < 0xdc00: // a high surrogate needs a low one
+			if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if lo := hex4(raw[i+3 : i+7]); lo >= 0xdc00 && lo < 0xe000 {
+					i += 6
+					continue
+				}
+			}
+			return "must be valid UTF-8 (lone surrogate " + string(raw[i-5:i+1]) + ")"
+		case r >= 0xdc00 && r < 0xe000:
+			return "must be valid UTF-8 (lone surrogate " + string(raw[i-5:i+1]) + ")"
+		}
+	}
+	return ""
+}
+
+// hex4 reads four hexadecimal digits, as found in valid JSON.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
+}
+
 // policyDecoder reads a policy from JSON, member by member, so that it can
 // name the path of every unknown or ill-typed field and tell a field left
-// out from one set to its zero value.
+// out from one set to its zero value. Once errs is full it decodes no more
+// values: it only walks the members of the objects it is in to count the
+// unknown and repeated ones.
 type policyDecoder struct {
-	errs []FieldError
+	lim  Limits
+	errs errorList
 	// bad holds the paths of the fields that failed to decode.
 	bad map[string]bool
 }
 
 func (d *policyDecoder) fail(path, rule string) {
-	d.errs = append(d.errs, FieldError{Field: path, Rule: rule})
-	d.bad[path] = true
+	if !d.errs.full() {
+		d.bad[path] = true
+	}
+	d.errs.add(path, "%s", rule)
 }
 
 // policy decodes data and applies the defaults.
-func (d *policyDecoder) policy(data []byte, lim Limits) Policy {
+func (d *policyDecoder) policy(data []byte) Policy {
+	lim := d.lim
 	var p Policy
 	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
 		rule := "invalid JSON: " + err.Error()
@@ -488,7 +906,7 @@ func (d *policyDecoder) policy(data []byte, lim Limits) Policy {
 		"retry": func(path string, v json.RawMessage) {
 			d.object(path, v, map[string]func(string, json.RawMessage){
 				"delays": func(path string, v json.RawMessage) {
-					hasDelays = d.array(path, v, func(path string, v json.RawMessage) {
+					hasDelays = d.array(path, v, lim.MaxRetries, func(path string, v json.RawMessage) {
 						var x Duration
 						d.duration(path, v, &x)
 						p.Retry.Delays = append(p.Retry.Delays, x)
@@ -536,7 +954,7 @@ func (d *policyDecoder) policy(data []byte, lim Limits) Policy {
 
 	// A default never breaks a limit: tighter limits shrink the defaults.
 	if !hasTimeout {
-		p.Timeout = min(defaultTimeout, Duration(lim.MaxTimeout))
+		p.Timeout = min(max(defaultTimeout, Duration(lim.MinTimeout)), Duration(lim.MaxTimeout))
 	}
 	r := &p.Retry
 	if !hasDelays && r.Backoff == nil && !d.bad["retry.backoff"] {
@@ -560,9 +978,16 @@ func (d *policyDecoder) policy(data []byte, lim Limits) Policy {
 	if len(r.RetryOn) == 0 {
 		r.RetryOn = nil
 	}
-	if !hasNonRetryable {
-		r.NonRetryable = defaultNonRetryable()
-	} else if r.NonRetryable == nil {
+	switch {
+	case hasNonRetryable && r.NonRetryable == nil:
+		r.NonRetryable = []string{}
+	case hasNonRetryable:
+	case r.RetryOn == nil:
+		r.NonRetryable = slices.DeleteFunc(defaultNonRetryable(), func(k string) bool { return len(k) > lim.MaxKindBytes })
+		r.NonRetryable = r.NonRetryable[:min(len(r.NonRetryable), lim.MaxKinds)]
+	default:
+		// An allow-list is the caller's whole statement: the default
+		// deny-list does not apply to it.
 		r.NonRetryable = []string{}
 	}
 	if p.OnExhausted == "" {
@@ -591,7 +1016,7 @@ func (d *policyDecoder) object(path string, v json.RawMessage, fields map[string
 		d.fail(path, "invalid JSON: "+err.Error())
 		return false
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(fields))
 	for dec.More() {
 		tok, err := dec.Token()
 		var member json.RawMessage
@@ -603,27 +1028,49 @@ func (d *policyDecoder) object(path string, v json.RawMessage, fields map[string
 			return false
 		}
 		name, _ := tok.(string)
-		p := name
-		if path != "" {
-			p = path + "." + name
-		}
 		field, known := fields[name]
 		switch {
 		case !known:
-			d.fail(p, "unknown field")
+			d.failMember(path, name, "unknown field")
 		case seen[name]:
-			d.fail(p, "duplicate field")
+			d.failMember(path, name, "duplicate field")
 		default:
 			seen[name] = true
-			field(p, member)
+			if !d.errs.full() {
+				field(memberPath(path, name), member)
+			}
 		}
 	}
 	return true
 }
 
+// failMember reports a broken rule of member name of the object at path;
+// past the cap it only counts it, without building its path.
+func (d *policyDecoder) failMember(path, name, rule string) {
+	if d.errs.full() {
+		d.errs.more++
+		return
+	}
+	d.fail(memberPath(path, name), rule)
+}
+
+// memberPath returns the path of member name of the object at path. A
+// name too long to read is shortened.
+func memberPath(path, name string) string {
+	const maxName = 64
+	if len(name) > maxName {
+		name = cutText(name, maxName-3) + "..."
+	}
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
 // array calls elem for each element of the JSON array v, with its path, and
-// reports whether v is an array (null is not, and no error).
-func (d *policyDecoder) array(path string, v json.RawMessage, elem func(string, json.RawMessage)) bool {
+// reports whether v is an array (null is not, and no error). An array of
+// more than max elements is refused whole: its elements are not decoded.
+func (d *policyDecoder) array(path string, v json.RawMessage, max int, elem func(string, json.RawMessage)) bool {
 	if isNull(v) {
 		return false
 	}
@@ -632,8 +1079,15 @@ func (d *policyDecoder) array(path string, v json.RawMessage, elem func(string, 
 		d.fail(path, "must be an array, got "+shortJSON(v))
 		return false
 	}
+	if len(elems) > max {
+		d.fail(path, fmt.Sprintf("must have at most %d entries, got %d", max, len(elems)))
+		return true
+	}
 	for i, e := range elems {
-		elem(fmt.Sprintf("%s[%d]", path, i), e)
+		if d.errs.full() {
+			break
+		}
+		elem(path+"["+strconv.Itoa(i)+"]", e)
 	}
 	return true
 }
@@ -651,8 +1105,18 @@ func (d *policyDecoder) value(path string, v json.RawMessage, dst any, what stri
 	return true
 }
 
+// str decodes a string that a store can keep (see jsonTextRule).
 func (d *policyDecoder) str(path string, v json.RawMessage, dst *string) bool {
-	return d.value(path, v, dst, "a string")
+	var s string
+	if !d.value(path, v, &s, "a string") {
+		return false
+	}
+	if rule := jsonTextRule(v); rule != "" {
+		d.fail(path, rule)
+		return false
+	}
+	*dst = s
+	return true
 }
 
 func (d *policyDecoder) duration(path string, v json.RawMessage, dst *Duration) bool {
@@ -668,9 +1132,10 @@ func (d *policyDecoder) duration(path string, v json.RawMessage, dst *Duration) 
 	return true
 }
 
-// strs decodes an array of strings; it reports whether v was one.
+// strs decodes an array of at most lim.MaxKinds strings; it reports whether
+// v was an array.
 func (d *policyDecoder) strs(path string, v json.RawMessage, dst *[]string) bool {
-	return d.array(path, v, func(path string, v json.RawMessage) {
+	return d.array(path, v, d.lim.MaxKinds, func(path string, v json.RawMessage) {
 		var s string
 		d.str(path, v, &s)
 		*dst = append(*dst, s)

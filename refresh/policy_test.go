@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,8 +74,27 @@ func TestParsePolicyDefaults(t *testing.T) {
 		{name: "explicit empty non_retryable stays empty", in: `{"retry": {"non_retryable": []}}`,
 			want: with(func(p *refresh.Policy) { p.Retry.NonRetryable = []string{} })},
 		{name: "empty retry_on is nil", in: `{"retry": {"retry_on": []}}`, want: def},
-		{name: "retry_on kept", in: `{"retry": {"retry_on": ["http_503", "timeout"]}}`,
-			want: with(func(p *refresh.Policy) { p.Retry.RetryOn = []string{"http_503", "timeout"} })},
+		{name: "retry_on kept, without the default non_retryable", in: `{"retry": {"retry_on": ["http_503", "timeout"]}}`,
+			want: with(func(p *refresh.Policy) {
+				p.Retry.RetryOn = []string{"http_503", "timeout"}
+				p.Retry.NonRetryable = []string{}
+			})},
+		{name: "retry_on a default non_retryable kind retries it", in: `{"retry": {"retry_on": ["validation"]}}`,
+			want: with(func(p *refresh.Policy) {
+				p.Retry.RetryOn = []string{"validation"}
+				p.Retry.NonRetryable = []string{}
+			})},
+		{name: "retry_on with an explicit non_retryable keeps both", in: `{"retry": {"retry_on": ["validation", "quota"], "non_retryable": ["quota"]}}`,
+			want: with(func(p *refresh.Policy) {
+				p.Retry.RetryOn = []string{"validation", "quota"}
+				p.Retry.NonRetryable = []string{"quota"}
+			})},
+		{name: "retry_on null keeps the default non_retryable", in: `{"retry": {"retry_on": null}}`, want: def},
+		{name: "explicit empty non_retryable with retry_on stays empty", in: `{"retry": {"retry_on": ["x"], "non_retryable": []}}`,
+			want: with(func(p *refresh.Policy) {
+				p.Retry.RetryOn = []string{"x"}
+				p.Retry.NonRetryable = []string{}
+			})},
 		{name: "align false kept", in: `{"retry": {"align": false}}`,
 			want: with(func(p *refresh.Policy) { p.Retry.Align = ptr(false) })},
 		{name: "empty strings take the default", in: `{"on_exhausted": "", "disabled_message": ""}`, want: def},
@@ -89,7 +110,7 @@ func TestParsePolicyDefaults(t *testing.T) {
 				p.Retry.Delays = nil
 				p.Retry.Backoff = &refresh.Backoff{Strategy: "exponential", Base: dur(time.Minute), Multiplier: 2,
 					MaxDelay: dur(2 * time.Hour), MaxRetries: 5}
-			})},
+			}).WithLimits(refresh.Limits{MaxDelay: 2 * time.Hour})},
 		{name: "fixed backoff has no multiplier", in: `{"retry": {"backoff": {"strategy": "fixed", "base": "PT5M", "max_retries": 0}}}`,
 			want: with(func(p *refresh.Policy) {
 				p.Retry.Delays = nil
@@ -107,12 +128,15 @@ func TestParsePolicyDefaults(t *testing.T) {
 				p.Timeout = dur(10 * time.Minute)
 				p.Retry.Delays = nil
 				p.Retry.Backoff = &refresh.Backoff{Strategy: "immediate", MaxDelay: dur(3 * time.Minute), MaxRetries: 2}
-			})},
+			}).WithLimits(refresh.Limits{MaxDelay: 3 * time.Minute})},
+		{name: "default timeout grows to a higher minimum", in: `{}`,
+			lim:  refresh.Limits{MinTimeout: 2 * time.Hour},
+			want: with(func(p *refresh.Policy) { p.Timeout = dur(2 * time.Hour) })},
 		{name: "default delays shrink to tight limits", in: `{}`,
 			lim: refresh.Limits{MaxRetries: 4, MaxDelay: 3 * time.Minute},
 			want: with(func(p *refresh.Policy) {
 				p.Retry.Delays = []refresh.Duration{0, dur(time.Minute), dur(3 * time.Minute), dur(3 * time.Minute)}
-			})},
+			}).WithLimits(refresh.Limits{MaxDelay: 3 * time.Minute})},
 		{name: "wait_next with a schedule", in: `{"schedule": "FREQ=HOURLY;INTERVAL=2", "on_exhausted": "wait_next"}`,
 			want: with(func(p *refresh.Policy) {
 				p.Schedule = "FREQ=HOURLY;INTERVAL=2"
@@ -148,9 +172,20 @@ func TestDefaultPolicy(t *testing.T) {
 func TestDefaultLimits(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, refresh.Limits{MaxRetries: 100, MaxDelay: 30 * 24 * time.Hour, MaxTimeout: 7 * 24 * time.Hour,
-		MinTimeout: time.Second, MinInterval: time.Minute, MaxMessageBytes: 1000, MaxReasonBytes: 4096,
+		MinTimeout: time.Second, MaxGiveUpAfter: 365 * 24 * time.Hour, MinInterval: time.Minute,
+		MaxMessageBytes: 1000, MaxReasonBytes: 4096, MaxKinds: 100, MaxKindBytes: 100,
 		MaxPayloadBytes: 64 << 10, MaxPayloadDepth: 32, MaxFieldErrors: 20},
 		refresh.DefaultLimits())
+}
+
+// kinds returns a JSON list of n distinct error kinds.
+func kinds(n int) string {
+	k := make([]string, n)
+	for i := range k {
+		k[i] = fmt.Sprintf("kind_%d", i)
+	}
+	b, _ := json.Marshal(k)
+	return string(b)
 }
 
 func TestParsePolicyRules(t *testing.T) {
@@ -178,9 +213,20 @@ func TestParsePolicyRules(t *testing.T) {
 			want: fe("timezone", `unknown time zone "Mars/Base"`)},
 
 		// timeout
-		{name: "timeout 1ns", in: `{"timeout": "1ns"}`},
-		{name: "timeout 0", in: `{"timeout": "0s"}`, want: fe("timeout", "must be > 0, got 0s")},
-		{name: "timeout negative", in: `{"timeout": "-1m"}`, want: fe("timeout", "must be > 0, got -1m")},
+		{name: "timeout 1ns", in: `{"timeout": "1ns"}`, want: fe("timeout", "must be >= 1s, got 1ns")},
+		{name: "timeout 1ns in ISO 8601", in: `{"timeout": "PT0.000000001S"}`, want: fe("timeout", "must be >= 1s, got 1ns")},
+		{name: "timeout just below the minimum", in: `{"timeout": "999ms"}`, want: fe("timeout", "must be >= 1s, got 999ms")},
+		{name: "timeout at the minimum", in: `{"timeout": "1s"}`},
+		{name: "timeout configured minimum", in: `{"timeout": "1m"}`, lim: refresh.Limits{MinTimeout: 5 * time.Minute},
+			want: fe("timeout", "must be >= 5m, got 1m")},
+		{name: "timeout 0", in: `{"timeout": "0s"}`, want: fe("timeout", "must be >= 1s, got 0s")},
+		{name: "timeout negative", in: `{"timeout": "-1m"}`, want: fe("timeout", "must be >= 1s, got -1m")},
+		{name: "timeout most negative", in: `{"timeout": "-2562047h47m16.854775808s"}`,
+			want: fe("timeout", "must be >= 1s, got -2562047h47m16.854775808s")},
+		{name: "timeout overflowing", in: `{"timeout": "P300000D"}`,
+			want: fe("timeout", `must be at most 2562047h47m16.854775807s, got "P300000D"`)},
+		{name: "timeout overflowing negative", in: `{"timeout": "-P300000D"}`,
+			want: fe("timeout", `must be at least -2562047h47m16.854775807s, got "-P300000D"`)},
 		{name: "timeout at the limit", in: `{"timeout": "P7D"}`},
 		{name: "timeout over the limit", in: `{"timeout": "168h0m1s"}`, want: fe("timeout", "must be <= 168h, got 168h1s")},
 		{name: "timeout configured limit", in: `{"timeout": "3h"}`, lim: small, want: fe("timeout", "must be <= 2h, got 3h")},
@@ -211,6 +257,9 @@ func TestParsePolicyRules(t *testing.T) {
 		{name: "immediate with base", in: backoff(`"strategy": "immediate", "base": "1m"`),
 			want: fe("retry.backoff.base", "is not used by the immediate strategy")},
 		{name: "fixed", in: backoff(`"strategy": "fixed", "base": "1ns"`)},
+		{name: "base at the delay limit", in: backoff(`"strategy": "linear", "base": "1h"`), lim: small},
+		{name: "base over the delay limit", in: backoff(`"strategy": "linear", "base": "1h0m1s"`), lim: small,
+			want: fe("retry.backoff.base", "must be <= 1h, got 1h1s")},
 		{name: "fixed without base", in: backoff(`"strategy": "fixed"`), want: fe("retry.backoff.base", "must be > 0, got 0s")},
 		{name: "linear base 0", in: backoff(`"strategy": "linear", "base": "0s"`), want: fe("retry.backoff.base", "must be > 0, got 0s")},
 		{name: "fibonacci base negative", in: backoff(`"strategy": "fibonacci", "base": "-1s"`),
@@ -250,6 +299,20 @@ func TestParsePolicyRules(t *testing.T) {
 		// kinds
 		{name: "retry_on empty entry", in: `{"retry": {"retry_on": ["http_503", ""]}}`, want: fe("retry.retry_on[1]", "must not be empty")},
 		{name: "non_retryable blank entry", in: `{"retry": {"non_retryable": [" "]}}`, want: fe("retry.non_retryable[0]", "must not be empty")},
+		{name: "retry_on at the length limit", in: `{"retry": {"retry_on": ` + kinds(100) + `}}`},
+		{name: "retry_on over the length limit", in: `{"retry": {"retry_on": ` + kinds(101) + `}}`,
+			want: fe("retry.retry_on", "must have at most 100 entries, got 101")},
+		{name: "non_retryable over the length limit", in: `{"retry": {"non_retryable": ` + kinds(101) + `}}`,
+			want: fe("retry.non_retryable", "must have at most 100 entries, got 101")},
+		{name: "retry_on configured length limit", in: `{"retry": {"retry_on": ` + kinds(3) + `}}`, lim: refresh.Limits{MaxKinds: 2},
+			want: fe("retry.retry_on", "must have at most 2 entries, got 3")},
+		{name: "a list over the limit is refused whole", in: `{"retry": {"retry_on": [` + strings.Repeat(`"", 1, `, 100) + `""]}}`,
+			want: fe("retry.retry_on", "must have at most 100 entries, got 201")},
+		{name: "kind at the length limit", in: `{"retry": {"retry_on": ["` + strings.Repeat("k", 100) + `"]}}`},
+		{name: "kind over the length limit", in: `{"retry": {"non_retryable": ["ok", "` + strings.Repeat("k", 101) + `"]}}`,
+			want: fe("retry.non_retryable[1]", "must be at most 100 bytes, got 101")},
+		{name: "kind configured length limit", in: `{"retry": {"retry_on": ["http_503"]}}`, lim: refresh.Limits{MaxKindBytes: 7},
+			want: fe("retry.retry_on[0]", "must be at most 7 bytes, got 8")},
 
 		// on_exhausted and give_up_after
 		{name: "on_exhausted unknown", in: `{"on_exhausted": "retry_forever"}`,
@@ -257,6 +320,10 @@ func TestParsePolicyRules(t *testing.T) {
 		{name: "wait_next without a schedule", in: `{"on_exhausted": "wait_next"}`, want: fe("on_exhausted", "wait_next needs a schedule")},
 		{name: "give_up_after 0", in: `{"give_up_after": "0s"}`},
 		{name: "give_up_after negative", in: `{"give_up_after": "-PT1H"}`, want: fe("give_up_after", "must be >= 0, got -1h")},
+		{name: "give_up_after at the limit", in: `{"give_up_after": "P365D"}`},
+		{name: "give_up_after over the limit", in: `{"give_up_after": "P365DT1S"}`, want: fe("give_up_after", "must be <= 8760h, got 8760h1s")},
+		{name: "give_up_after configured limit", in: `{"give_up_after": "P8D"}`, lim: refresh.Limits{MaxGiveUpAfter: 7 * 24 * time.Hour},
+			want: fe("give_up_after", "must be <= 168h, got 192h")},
 
 		// disabled_message
 		{name: "all placeholders", in: `{"disabled_message": "{attempts} since {since}: {error}"}`},
@@ -269,6 +336,27 @@ func TestParsePolicyRules(t *testing.T) {
 		{name: "lone brace", in: `{"disabled_message": "got { and }"}`,
 			want: fe("disabled_message", `unknown placeholder "{ and }"; use {attempts}, {error}, {since}`)},
 		{name: "unmatched brace", in: `{"disabled_message": "smile :-{"}`},
+		{name: "message at the length limit", in: `{"disabled_message": "` + strings.Repeat("x", 1000) + `"}`},
+		{name: "message over the length limit", in: `{"disabled_message": "` + strings.Repeat("x", 1001) + `"}`,
+			want: fe("disabled_message", "must be at most 1000 bytes, got 1001")},
+		{name: "the amplifying message", in: `{"disabled_message": "` + strings.Repeat("{error}", 110000) + `"}`,
+			want: fe("disabled_message", "must be at most 1000 bytes, got 770000")},
+		{name: "message configured length limit", in: `{"disabled_message": "{error}!"}`, lim: refresh.Limits{MaxMessageBytes: 7},
+			want: fe("disabled_message", "must be at most 7 bytes, got 8")},
+		{name: "each placeholder once", in: `{"disabled_message": "{attempts} {error} {since}"}`},
+		{name: "error twice", in: `{"disabled_message": "{error} / {error}"}`,
+			want: fe("disabled_message", "must contain {error} at most once, got 2")},
+		{name: "every placeholder repeated", in: `{"disabled_message": "{since}{attempts}{error}{attempts}{since}{error}{error}"}`,
+			want: []refresh.FieldError{
+				{Field: "disabled_message", Rule: "must contain {attempts} at most once, got 2"},
+				{Field: "disabled_message", Rule: "must contain {error} at most once, got 3"},
+				{Field: "disabled_message", Rule: "must contain {since} at most once, got 2"},
+			}},
+		{name: "expansion at the reason limit", in: `{"disabled_message": "` + strings.Repeat("x", 55) + `{attempts}{since}{error}"}`,
+			lim: refresh.Limits{MaxReasonBytes: 100}},
+		{name: "expansion over the reason limit", in: `{"disabled_message": "` + strings.Repeat("x", 56) + `{attempts}{since}{error}"}`,
+			lim:  refresh.Limits{MaxReasonBytes: 100},
+			want: fe("disabled_message", "must expand to at most 100 bytes (the limit of a disabled reason), got up to 101 before the error text")},
 
 		// decoding
 		{name: "unknown top-level field", in: `{"schedul": "FREQ=DAILY"}`, want: fe("schedul", "unknown field")},
@@ -277,6 +365,13 @@ func TestParsePolicyRules(t *testing.T) {
 			want: fe("retry.backoff.factor", "unknown field")},
 		{name: "field names are case-sensitive", in: `{"Timeout": "1h"}`, want: fe("Timeout", "unknown field")},
 		{name: "duplicate field", in: `{"timeout": "1h", "timeout": "2h"}`, want: fe("timeout", "duplicate field")},
+		{name: "duplicate field spelled with an escape", in: `{"timeout": "1h", "time\u006fut": "2h"}`, want: fe("timeout", "duplicate field")},
+		{name: "duplicate retry field", in: `{"retry": {"jitter": 0.1, "jitter": 0.2}}`, want: fe("retry.jitter", "duplicate field")},
+		{name: "duplicate backoff field", in: backoff(`"strategy": "immediate", "strategy": "fixed"`),
+			want: fe("retry.backoff.strategy", "duplicate field")},
+		{name: "duplicate object", in: `{"retry": {"delays": []}, "retry": {"delays": ["1m"]}}`, want: fe("retry", "duplicate field")},
+		{name: "long unknown names are shortened", in: `{"` + strings.Repeat("a", 100) + `": 1}`,
+			want: fe(strings.Repeat("a", 61)+"...", "unknown field")},
 		{name: "bad duration", in: `{"timeout": "xyz"}`, want: fe("timeout", `must be a duration like "90s" or "PT5M", got "xyz"`)},
 		{name: "bad duration in delays", in: `{"retry": {"delays": ["1m", "xyz"]}}`,
 			want: fe("retry.delays[1]", `must be a duration like "90s" or "PT5M", got "xyz"`)},
@@ -348,7 +443,7 @@ func TestParsePolicyReportsEveryError(t *testing.T) {
 		{Field: "give_up_after", Rule: `must be a duration like "90s" or "PT5M", got "xyz"`},
 		// Then the rules, in field order.
 		{Field: "timezone", Rule: `unknown time zone "Mars/Base"`},
-		{Field: "timeout", Rule: "must be > 0, got 0s"},
+		{Field: "timeout", Rule: "must be >= 1s, got 0s"},
 		{Field: "retry.backoff.multiplier", Rule: "must be >= 1, got 0.5"},
 		{Field: "retry.backoff.max_retries", Rule: "must be between 0 and 100, got 101"},
 		{Field: "retry.jitter", Rule: "must be >= 0 and < 1, got 1"},
@@ -368,7 +463,7 @@ func TestPolicyValidate(t *testing.T) {
 	}{
 		{name: "default", p: refresh.DefaultPolicy()},
 		{name: "zero", p: refresh.Policy{}, want: []refresh.FieldError{
-			{Field: "timeout", Rule: "must be > 0, got 0s"},
+			{Field: "timeout", Rule: "must be >= 1s, got 0s"},
 			{Field: "retry", Rule: "set delays or backoff"},
 			{Field: "on_exhausted", Rule: `must be "disable" or "wait_next", got ""`},
 		}},
@@ -701,12 +796,133 @@ func TestPolicyDisabledReason(t *testing.T) {
 			want: "bad {since} {attempts} at 2026-03-02T05:02:00Z"},
 		{name: "zero since", message: "since {since}.", want: "since ."},
 		{name: "bad zone falls back to UTC", message: "{since}", timezone: "Mars/Base", since: since, want: "2026-03-02T05:02:00Z"},
+		{name: "the error is trimmed", message: "{error}!", errMsg: " \n upstream 503\n", want: "upstream 503!"},
+
+		// An empty error leaves no dangling punctuation.
+		{name: "empty error, default message", message: refresh.DefaultPolicy().DisabledMessage,
+			want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "blank error, default message", message: refresh.DefaultPolicy().DisabledMessage, errMsg: " \t\n",
+			want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "empty error, empty message", want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "empty error before more text", message: "Failed: {error}. Please check the source.",
+			want: "Failed. Please check the source."},
+		{name: "empty error in a list", message: "Failed {attempts} times, {error}, since {since}", since: since,
+			want: "Failed 3 times, since 2026-03-02T05:02:00Z"},
+		{name: "empty error in brackets", message: "Refresh stopped ({error}).", want: "Refresh stopped."},
+		{name: "empty error in quotes", message: `Refresh stopped: "{error}"`, want: "Refresh stopped"},
+		{name: "empty error after a dash", message: "Refresh stopped – {error} – contact support", want: "Refresh stopped – contact support"},
+		{name: "empty error first", message: "{error}: please check the source", want: "please check the source"},
+		{name: "empty error alone: the default message", message: "{error}", want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "empty error between brackets alone: the default message", message: " ({error}) ",
+			want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "empty error, no placeholder", message: "Refresh stopped: contact support.", want: "Refresh stopped: contact support."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := refresh.Policy{DisabledMessage: tt.message, Timezone: tt.timezone}
 			require.Equal(t, tt.want, p.DisabledReason(3, tt.errMsg, tt.since))
+		})
+	}
+}
+
+// TestPolicyDisabledReasonBounds checks that a disabled reason never
+// exceeds Limits.MaxReasonBytes, cutting the error first.
+func TestPolicyDisabledReasonBounds(t *testing.T) {
+	t.Parallel()
+	since := time.Date(2026, 3, 2, 5, 2, 0, 0, time.UTC)
+	const limit = 100
+	prefix := "Refresh disabled after 3 failed attempt(s): " // the default message before {error}
+	room := limit - len(prefix)
+	tests := []struct {
+		name    string
+		message string
+		errMsg  string
+		want    string
+	}{
+		{name: "error that fits exactly", errMsg: strings.Repeat("e", room),
+			want: prefix + strings.Repeat("e", room)},
+		{name: "error one byte over", errMsg: strings.Repeat("e", room+1),
+			want: prefix + strings.Repeat("e", room-len("…")) + "…"},
+		{name: "error of 10 KB", errMsg: strings.Repeat("e", 10<<10),
+			want: prefix + strings.Repeat("e", room-len("…")) + "…"},
+		{name: "error cut at a character boundary", errMsg: strings.Repeat("é", room),
+			want: prefix + strings.Repeat("é", (room-len("…"))/2) + "…"},
+		{name: "error cut before spaces", errMsg: strings.Repeat("e", room-len("…")-3) + "       tail",
+			want: prefix + strings.Repeat("e", room-len("…")-3) + "…"},
+		{name: "the template's words after the error stay", message: "Stopped: {error}. Contact support.", errMsg: strings.Repeat("e", 500),
+			want: "Stopped: " + strings.Repeat("e", limit-len("Stopped: . Contact support.")-len("…")) + "…. Contact support."},
+		{name: "several errors share the room", message: "{error}|{error}", errMsg: strings.Repeat("e", 500),
+			want: strings.Repeat("e", (limit-1)/2-len("…")) + "…|" + strings.Repeat("e", (limit-1)/2-len("…")) + "…"},
+		{name: "a template too long by itself is cut", message: strings.Repeat("t", 300) + "{error}", errMsg: "boom",
+			want: strings.Repeat("t", limit-len("…")) + "…"},
+		// Not a template that validation lets through: read up to its
+		// 17th {error} (the longest valid template is limit+24 bytes),
+		// each given an equal share of the room, and marked as cut.
+		{name: "the amplifying template", message: strings.Repeat("{error}", 110000), errMsg: strings.Repeat("e", 10<<10),
+			want: strings.Repeat("ee…", (limit+24)/7) + "…"},
+		{name: "the amplifying template with an empty error", message: strings.Repeat("{error}", 110000),
+			want: "Refresh disabled after 3 failed attempt(s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := refresh.DefaultPolicy().WithLimits(refresh.Limits{MaxReasonBytes: limit})
+			if tt.message != "" {
+				p.DisabledMessage = tt.message
+			}
+			got := p.DisabledReason(3, tt.errMsg, since)
+			require.Equal(t, tt.want, got)
+			require.LessOrEqual(t, len(got), limit)
+			require.True(t, utf8.ValidString(got))
+		})
+	}
+
+	t.Run("every limit from 0 to 120", func(t *testing.T) {
+		t.Parallel()
+		for limit := range 121 {
+			p := refresh.DefaultPolicy().WithLimits(refresh.Limits{MaxReasonBytes: max(limit, 1)})
+			for _, e := range []string{"", "boom", strings.Repeat("é", 100)} {
+				got := p.DisabledReason(12345, e, since)
+				require.LessOrEqual(t, len(got), max(limit, 1), "limit %d, error %q", limit, e)
+				require.True(t, utf8.ValidString(got), "limit %d, error %q: %q", limit, e, got)
+			}
+		}
+	})
+}
+
+// TestPolicyDisabledReasonCost checks that the amplifying template, which
+// once expanded to 1.1 GB, costs memory in proportion to the bound of a
+// reason (not run in parallel, so that nothing else allocates meanwhile).
+func TestPolicyDisabledReasonCost(t *testing.T) {
+	p := refresh.DefaultPolicy()
+	p.DisabledMessage = strings.Repeat("{error}", 110000)
+	errMsg := strings.Repeat("e", 10<<10)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := p.DisabledReason(3, errMsg, time.Date(2026, 3, 2, 5, 2, 0, 0, time.UTC))
+	runtime.ReadMemStats(&after)
+	require.LessOrEqual(t, len(got), refresh.DefaultLimits().MaxReasonBytes)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10), "bytes allocated")
+}
+
+func BenchmarkDisabledReason(b *testing.B) {
+	since := time.Date(2026, 3, 2, 5, 2, 0, 0, time.UTC)
+	inputs := []struct {
+		name, message, errMsg string
+	}{
+		{"default", refresh.DefaultPolicy().DisabledMessage, "upstream 503"},
+		{"empty-error", refresh.DefaultPolicy().DisabledMessage, ""},
+		{"amplifying", strings.Repeat("{error}", 110000), strings.Repeat("e", 10<<10)},
+	}
+	for _, in := range inputs {
+		b.Run(in.name, func(b *testing.B) {
+			p := refresh.DefaultPolicy()
+			p.DisabledMessage = in.message
+			b.ReportAllocs()
+			for b.Loop() {
+				p.DisabledReason(3, in.errMsg, since)
+			}
 		})
 	}
 }
@@ -755,4 +971,212 @@ func BenchmarkDelay(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestParsePolicyBadBytes checks that no string of a policy may hold what
+// a store cannot keep: NUL, invalid UTF-8, or a lone surrogate that JSON
+// decoding would silently replace.
+func TestParsePolicyBadBytes(t *testing.T) {
+	t.Parallel()
+	const (
+		nul   = `must not contain NUL (\u0000)`
+		utf8  = "must be valid UTF-8"
+		loneH = `must be valid UTF-8 (lone surrogate \ud800)`
+		loneL = `must be valid UTF-8 (lone surrogate \udc00)`
+	)
+	// in places s, as written in JSON, in each string field.
+	fields := []struct {
+		field string
+		in    func(s string) string
+	}{
+		{"schedule", func(s string) string { return `{"schedule": "FREQ=DAILY` + s + `"}` }},
+		{"timezone", func(s string) string { return `{"timezone": "Europe/Paris` + s + `"}` }},
+		{"on_exhausted", func(s string) string { return `{"on_exhausted": "disable` + s + `"}` }},
+		{"disabled_message", func(s string) string { return `{"disabled_message": "x` + s + `y"}` }},
+		{"retry.retry_on[1]", func(s string) string { return `{"retry": {"retry_on": ["a", "b` + s + `"]}}` }},
+		{"retry.non_retryable[0]", func(s string) string { return `{"retry": {"non_retryable": ["` + s + `"]}}` }},
+		{"retry.backoff.strategy", func(s string) string {
+			return `{"retry": {"backoff": {"strategy": "immediate` + s + `"}}}`
+		}},
+	}
+	bytes := []struct {
+		name, s, want string
+	}{
+		{name: "NUL escape", s: `\u0000`, want: nul},
+		{name: "NUL escape with a backslash before", s: `\\\u0000`, want: nul},
+		{name: "invalid UTF-8", s: "\xff", want: utf8},
+		{name: "truncated UTF-8", s: "\xc3", want: utf8},
+		{name: "lone high surrogate", s: `\ud800`, want: loneH},
+		{name: "high surrogate before a letter", s: `\ud800\u0041`, want: loneH},
+		{name: "lone low surrogate", s: `\udc00`, want: loneL},
+		{name: "low before high", s: `\udc00\ud800`, want: loneL},
+	}
+	for _, f := range fields {
+		for _, b := range bytes {
+			t.Run(f.field+"/"+b.name, func(t *testing.T) {
+				t.Parallel()
+				require.Equal(t, []refresh.FieldError{{Field: f.field, Rule: b.want}}, fieldErrors(t, f.in(b.s), refresh.Limits{}))
+			})
+		}
+	}
+
+	t.Run("good text passes", func(t *testing.T) {
+		t.Parallel()
+		for _, s := range []string{`\u00e9t\u00e9`, "été", `\ud83d\ude00`, "😀", `\\u0000`, `\"\\`, `\n\t`} {
+			p, err := refresh.ParsePolicy([]byte(`{"disabled_message": "`+s+`", "retry": {"retry_on": ["k`+s+`"]}}`), refresh.Limits{})
+			require.NoError(t, err, s)
+			require.NotEmpty(t, p.DisabledMessage)
+		}
+	})
+	t.Run("a duration with NUL is no duration", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, []refresh.FieldError{{Field: "timeout", Rule: `must be a duration like "90s" or "PT5M", got "1h\x00"`}},
+			fieldErrors(t, `{"timeout": "1h\u0000"}`, refresh.Limits{}))
+	})
+	t.Run("Validate checks policies built in code", func(t *testing.T) {
+		t.Parallel()
+		p := refresh.DefaultPolicy()
+		p.DisabledMessage = "a\x00b"
+		p.Schedule = "FREQ=DAILY\xff"
+		p.Retry.NonRetryable = []string{"ok", "k\x00"}
+		err := p.Validate(refresh.Limits{})
+		require.Equal(t, &refresh.ValidationError{Fields: []refresh.FieldError{
+			{Field: "schedule", Rule: utf8},
+			{Field: "retry.non_retryable[1]", Rule: nul},
+			{Field: "disabled_message", Rule: nul},
+		}}, err)
+	})
+}
+
+// TestPolicyCheckAt checks the rules that depend on the time of the write:
+// a schedule must have an occurrence at or after it.
+func TestPolicyCheckAt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	noFuture := func(at time.Time) []refresh.FieldError {
+		return []refresh.FieldError{{Field: "schedule", Rule: "rule has no occurrence after " + at.Format(time.RFC3339)}}
+	}
+	tests := []struct {
+		name     string
+		policy   string
+		now      time.Time
+		created  time.Time // zero: now
+		want     []refresh.FieldError
+		wantNote string
+	}{
+		{name: "on demand", policy: `{}`, now: now},
+		{name: "an endless rule", policy: `{"schedule": "FREQ=HOURLY"}`, now: now},
+		{name: "UNTIL in the past", policy: `{"schedule": "DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY;UNTIL=20260201T000000Z"}`,
+			now: now, want: noFuture(now)},
+		{name: "COUNT used up", policy: `{"schedule": "DTSTART:20260101T050000Z\nRRULE:FREQ=DAILY;COUNT=3"}`,
+			now: now, want: noFuture(now)},
+		{name: "last occurrence exactly at now", policy: `{"schedule": "DTSTART:20260228T100000Z\nRRULE:FREQ=DAILY;COUNT=3"}`,
+			now: now},
+		{name: "one ns after the last occurrence", policy: `{"schedule": "DTSTART:20260228T100000Z\nRRULE:FREQ=DAILY;COUNT=3"}`,
+			now: now.Add(time.Nanosecond), want: noFuture(now.Add(time.Nanosecond))},
+		{name: "an RDATE in the future", policy: `{"schedule": "DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY;COUNT=1\nRDATE:20260401T000000Z"}`,
+			now: now},
+		{name: "a bare rule is anchored at the model's creation", policy: `{"schedule": "FREQ=DAILY;COUNT=2"}`,
+			created: now.Add(-24 * time.Hour), now: now.Add(-10 * time.Hour)},
+		{name: "a bare rule of an old model may be over", policy: `{"schedule": "FREQ=DAILY;COUNT=2"}`,
+			created: now.Add(-48 * time.Hour), now: now, want: noFuture(now)},
+		{name: "the same bare rule on a new model", policy: `{"schedule": "FREQ=DAILY;COUNT=2"}`, now: now},
+		{name: "zone of the message is UTC", policy: `{"timezone": "Europe/Paris", "schedule": "DTSTART:20260101T000000\nRRULE:FREQ=DAILY;COUNT=1"}`,
+			now: now.In(time.FixedZone("X", 3600)), want: noFuture(now)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := mustPolicy(t, tt.policy)
+			created := tt.created
+			if created.IsZero() {
+				created = tt.now
+			}
+			err := p.CheckAt(tt.now, created, refresh.DefaultLimits())
+			if tt.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.Equal(t, refresh.EINVALID, refresh.ErrorCode(err))
+			require.Equal(t, &refresh.ValidationError{Fields: tt.want}, err)
+		})
+	}
+
+	t.Run("a schedule that does not parse", func(t *testing.T) {
+		t.Parallel()
+		p := refresh.DefaultPolicy()
+		p.Schedule = "FREQ=SOMETIMES"
+		var v *refresh.ValidationError
+		require.True(t, errors.As(p.CheckAt(now, now, refresh.Limits{}), &v))
+		require.Len(t, v.Fields, 1)
+		require.Equal(t, "schedule", v.Fields[0].Field)
+	})
+}
+
+// TestPolicyDelayGlobalMax checks that the global maximum delay bounds the
+// final delay, after the jitter, while the policy's max_delay caps it
+// before.
+func TestPolicyDelayGlobalMax(t *testing.T) {
+	t.Parallel()
+	since := time.Date(2026, 3, 2, 6, 2, 0, 0, time.UTC)
+	const samples = 200
+	tests := []struct {
+		name   string
+		policy string
+		lim    refresh.Limits
+		// max is the bound; some delays must reach it and some stay below.
+		max time.Duration
+	}{
+		{name: "720h delay, default limits", policy: `{"retry": {"delays": ["720h"], "jitter": 0.45}}`, max: 720 * time.Hour},
+		{name: "backoff capped at the global limit", policy: `{"retry": {"backoff": {"strategy": "exponential", "base": "1h"}, "jitter": 0.9}}`,
+			lim: refresh.Limits{MaxDelay: 4 * time.Hour}, max: 4 * time.Hour},
+		{name: "delay one ms below the limit", policy: `{"retry": {"delays": ["59m59.999s"], "jitter": 0.1}}`,
+			lim: refresh.Limits{MaxDelay: time.Hour}, max: time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := refresh.ParsePolicy([]byte(tt.policy), tt.lim)
+			require.NoError(t, err)
+			atMax, below := 0, 0
+			for i := range samples {
+				d := p.Delay(p.MaxRetries(), fmt.Sprint("m", i), 1, since)
+				require.LessOrEqual(t, d, tt.max)
+				if d == tt.max {
+					atMax++
+				} else {
+					below++
+				}
+			}
+			require.Positive(t, atMax, "the jitter reaches the bound")
+			require.Positive(t, below, "the jitter still spreads below the bound")
+		})
+	}
+
+	t.Run("no jitter reaches the bound exactly", func(t *testing.T) {
+		t.Parallel()
+		p, err := refresh.ParsePolicy([]byte(`{"retry": {"delays": ["1h"]}}`), refresh.Limits{MaxDelay: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, time.Hour, p.Delay(1, "m", 1, since))
+	})
+
+	t.Run("the bound is lost in JSON and restored by WithLimits", func(t *testing.T) {
+		t.Parallel()
+		lim := refresh.Limits{MaxDelay: time.Hour}
+		p, err := refresh.ParsePolicy([]byte(`{"retry": {"delays": ["1h"], "jitter": 0.5}}`), lim)
+		require.NoError(t, err)
+		out, err := json.Marshal(p)
+		require.NoError(t, err)
+		var stored refresh.Policy
+		require.NoError(t, json.Unmarshal(out, &stored))
+		require.NotEqual(t, p, stored)
+		require.Equal(t, p, stored.WithLimits(lim))
+		over := false
+		for i := range samples {
+			id := fmt.Sprint("m", i)
+			over = over || stored.Delay(1, id, 1, since) > time.Hour
+			require.LessOrEqual(t, stored.WithLimits(lim).Delay(1, id, 1, since), time.Hour)
+		}
+		require.True(t, over, "a policy read back without its limits is bound by the default limits")
+	})
 }

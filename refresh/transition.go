@@ -117,11 +117,13 @@ func (m Model) nextOrZero(t time.Time) time.Time {
 	return n
 }
 
-// idle drops the running attempt, if any.
+// idle drops the running attempt, if any, and its progress text: an
+// attempt's status_message lives as long as the attempt.
 func (s *State) idle() {
 	s.AttemptUID = ""
 	s.DeadlineAt = time.Time{}
 	s.StartedAt = time.Time{}
+	s.StatusMessage = ""
 }
 
 // clearStreak forgets the failure streak and the disabled state.
@@ -169,7 +171,8 @@ func (m Model) CanStart(now time.Time) bool {
 }
 
 // Start starts attempt uid: attempt_no += 1, deadline_at = refresh_at =
-// now + timeout. It changes nothing (Decision.Event "") unless CanStart.
+// now + timeout, status_message cleared. It changes nothing
+// (Decision.Event "") unless CanStart.
 func Start(m Model, uid string, now time.Time) (Model, Decision) {
 	if !m.CanStart(now) {
 		return m, Decision{}
@@ -193,14 +196,16 @@ func (m Model) TimedOut(now time.Time) bool {
 }
 
 // Timeout fails the running attempt with kind "timeout" once its deadline
-// has passed; it changes nothing otherwise.
+// has passed; it changes nothing otherwise. The failure's message names
+// the attempt's own timeout (deadline_at - started_at), which an edit of
+// the policy since its start does not change.
 func Timeout(m Model, now time.Time) (Model, Decision) {
 	if !m.TimedOut(now) {
 		return m, Decision{}
 	}
 	f := Failure{
 		Kind:      KindTimeout,
-		Message:   fmt.Sprintf("attempt %d did not finish within %s", m.AttemptNo, m.Policy.Timeout),
+		Message:   fmt.Sprintf("attempt %d did not finish within %s", m.AttemptNo, Duration(m.DeadlineAt.Sub(m.StartedAt))),
 		Retryable: true,
 	}
 	m, d := fail(m, f, now, now)
@@ -210,7 +215,7 @@ func Timeout(m Model, now time.Time) (Model, Decision) {
 
 // ApplyOutcome applies a worker's outcome, fenced by the attempt uid: an
 // outcome for another attempt, for an idle model, or arriving at or after
-// the deadline is stale and changes nothing.
+// the deadline is stale and changes nothing; Decision.Reason says which.
 //
 // The outcome counts at its arrival, o.ArrivedAt (now if zero): lateness is
 // judged then and the attempt ends then. Plans (the next run, a retry
@@ -221,12 +226,15 @@ func ApplyOutcome(m Model, o Outcome, now time.Time) (Model, Decision) {
 		at = now
 	}
 	switch {
+	case o.AttemptUID == "":
+		return Stale(m, o, "the outcome names no attempt")
 	case !m.Running():
-		return Stale(m, o, "the model has no running attempt")
+		return Stale(m, o, "attempt "+o.AttemptUID+" is over: the model has no running attempt")
 	case o.AttemptUID != m.AttemptUID:
-		return Stale(m, o, "attempt "+o.AttemptUID+" is not the current attempt "+m.AttemptUID)
+		return Stale(m, o, "attempt "+o.AttemptUID+" is over: the current attempt is "+m.AttemptUID)
 	case !at.Before(m.DeadlineAt):
-		return Stale(m, o, "arrived at "+ts(at)+", at or after the deadline "+ts(m.DeadlineAt)+": the timeout wins")
+		return Stale(m, o, "attempt "+o.AttemptUID+" is over: its outcome arrived at "+ts(at)+
+			", at or after its deadline "+ts(m.DeadlineAt)+", and the timeout wins")
 	}
 	var d Decision
 	switch o.Type {
@@ -246,13 +254,18 @@ func ApplyOutcome(m Model, o Outcome, now time.Time) (Model, Decision) {
 	return m, d
 }
 
-// Stale records an outcome that does not apply; the state is unchanged.
+// Stale records an outcome that does not apply, and why, in both
+// Decision.Reason and Decision.Why; the state is unchanged.
 func Stale(m Model, o Outcome, why string) (Model, Decision) {
+	if why == "" {
+		why = "the outcome does not apply to the model"
+	}
 	return m, Decision{Event: EventStale, Rule: "stale", UID: o.AttemptUID, Kind: o.Kind, Message: o.Message, Reason: why, Why: why}
 }
 
-// Success ends the running attempt successfully at now: the streak is
-// cleared and the next run is next(now), or nothing for an on-demand model.
+// Success ends the running attempt successfully at now: the streak and
+// status_message are cleared and the next run is next(now), or nothing for
+// an on-demand model. last_error is kept for display.
 func Success(m Model, now time.Time) (Model, Decision) { return success(m, now, now) }
 
 // success ends the attempt at its arrival at and plans from now.
@@ -268,15 +281,19 @@ func success(m Model, at, now time.Time) (Model, Decision) {
 	return m, d
 }
 
-// Status records the running attempt's progress text and nothing else.
+// Status records the running attempt's progress text and nothing else; it
+// lasts until the attempt ends.
 func Status(m Model, message string) (Model, Decision) {
 	m.StatusMessage = message
 	return m, Decision{Event: EventStatus, Rule: "status", UID: m.AttemptUID, AttemptNo: m.AttemptNo, Message: message, Why: "progress: " + message}
 }
 
-// Failed ends the running attempt with failure f at now and decides, by the
-// first rule of DESIGN.md section 3 that applies, whether to disable, wait
-// for the next round, or retry (aligned with the schedule or not).
+// Failed ends the running attempt with failure f at now (status_message
+// cleared) and decides, by the first rule of DESIGN.md section 3 that
+// applies, whether to disable, wait for the next round, or retry (aligned
+// with the schedule or not). A disable's reason is f.UserMessage if set,
+// else the policy's DisabledReason; either is cut to the policy's bound
+// (Limits.MaxReasonBytes).
 func Failed(m Model, f Failure, now time.Time) (Model, Decision) {
 	return fail(m, f, now, now)
 }
@@ -300,7 +317,7 @@ func fail(m Model, f Failure, at, now time.Time) (Model, Decision) {
 		m.RefreshAt = time.Time{}
 		m.DisabledAt = at
 		if f.UserMessage != "" {
-			m.DisabledReason = f.UserMessage
+			m.DisabledReason = p.fitReason(f.UserMessage)
 		} else {
 			m.DisabledReason = p.DisabledReason(m.ConsecutiveFailures, f.Message, m.FailingSince)
 		}
@@ -348,8 +365,9 @@ func fail(m Model, f Failure, at, now time.Time) (Model, Decision) {
 
 // Trigger asks for a refresh now ("the model changed"): disabled state,
 // counters and streak are cleared, a running attempt is superseded (its
-// outcome becomes stale), and refresh_at = now. A paused model stays paused
-// and starts when resumed.
+// outcome becomes stale, its status_message is cleared), and refresh_at =
+// now. A paused model stays paused and starts when resumed; the decision
+// says so. Trigger always changes the model.
 func Trigger(m Model, now time.Time) (Model, Decision) {
 	d := Decision{Event: EventTrigger, Rule: "trigger", Why: "refresh requested"}
 	if m.Running() {
@@ -367,7 +385,7 @@ func Trigger(m Model, now time.Time) (Model, Decision) {
 
 // Enable re-enables a disabled model: counters and streak are cleared and
 // the next run is next(now). On a model that is not disabled it changes
-// nothing.
+// nothing and sets Decision.Unchanged.
 func Enable(m Model, now time.Time) (Model, Decision) {
 	d := Decision{Event: EventEnable, Rule: "enable"}
 	if !m.Disabled() {
@@ -381,7 +399,8 @@ func Enable(m Model, now time.Time) (Model, Decision) {
 }
 
 // Pause stops new starts; a running attempt still finishes and its outcome
-// still applies. On a paused model it changes nothing.
+// still applies. On a paused model it changes nothing and sets
+// Decision.Unchanged.
 func Pause(m Model) (Model, Decision) {
 	if m.Paused {
 		return m, Decision{Event: EventPause, Rule: "pause", Why: "already paused: nothing changes", Unchanged: true}
@@ -392,7 +411,7 @@ func Pause(m Model) (Model, Decision) {
 
 // Resume lifts a pause. An overdue refresh_at is due at once: missed
 // occurrences coalesce into one run. On a model that is not paused it
-// changes nothing.
+// changes nothing and sets Decision.Unchanged.
 func Resume(m Model, now time.Time) (Model, Decision) {
 	if !m.Paused {
 		return m, Decision{Event: EventResume, Rule: "resume", Why: "not paused: nothing changes", Unchanged: true}
@@ -405,10 +424,12 @@ func Resume(m Model, now time.Time) (Model, Decision) {
 	return m, d
 }
 
-// Cancel drops the running attempt (its outcome becomes stale) and any
-// pending retry: attempt_no = 0, refresh_at = next(now). It is not a
-// failure. A disabled model has nothing to cancel and does not change, nor
-// does an idle model whose next run is already next(now).
+// Cancel drops the running attempt (its outcome becomes stale, its
+// status_message is cleared) and any pending retry: attempt_no = 0,
+// refresh_at = next(now). It is not a failure. A disabled model has
+// nothing to cancel, nor has a model with nothing running and nothing
+// pending (idle, attempt_no 0, next run already next(now)): for them
+// Decision.Unchanged is set and the model is returned as it was.
 func Cancel(m Model, now time.Time) (Model, Decision) {
 	d := Decision{Event: EventCancel, Rule: "cancel"}
 	if m.Disabled() {

@@ -2,6 +2,8 @@ package refresh_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,6 +256,9 @@ func TestTimeout(t *testing.T) {
 			if tt.state != nil {
 				tt.state(&before)
 			}
+			if before.Running() {
+				before.StatusMessage = "90%"
+			}
 
 			got, d := refresh.Timeout(before, tt.now)
 			if tt.plan == "" {
@@ -269,16 +274,48 @@ func TestTimeout(t *testing.T) {
 			require.Equal(t, "u1", d.UID)
 			require.Equal(t, tt.n, d.AttemptNo)
 			require.Equal(t, refresh.KindTimeout, d.Kind)
-			require.Contains(t, d.Message, "1h")
+			require.Equal(t, fmt.Sprintf("attempt %d did not finish within 1h", tt.n), d.Message)
 			require.NotEmpty(t, d.Why)
 
 			require.False(t, got.Running())
+			require.Empty(t, got.StatusMessage, "the progress text ends with its attempt")
 			require.Equal(t, 1, got.ConsecutiveFailures)
 			requireTime(t, tt.now, got.FailingSince)
 			require.Equal(t, &refresh.LastError{Kind: refresh.KindTimeout, Message: d.Message, At: tt.now}, got.LastError)
 			requireTime(t, tt.refreshAt, got.RefreshAt)
 			require.Equal(t, tt.plan == refresh.DecisionDisable, got.Disabled())
 			require.Equal(t, before.Paused, got.Paused)
+		})
+	}
+}
+
+// TestTimeoutMessage checks that a timeout names the attempt's own
+// timeout, deadline_at - started_at, even after the policy was edited.
+func TestTimeoutMessage(t *testing.T) {
+	t.Parallel()
+	started := morning
+	tests := []struct {
+		name       string
+		timeout    string // of the policy when the attempt starts
+		editedTo   string // of the policy when it times out; "": not edited
+		wantWithin string
+	}{
+		{name: "unchanged policy", timeout: "45m", wantWithin: "45m"},
+		{name: "timeout shortened after the start", timeout: "2h", editedTo: "5m", wantWithin: "2h"},
+		{name: "timeout lengthened after the start", timeout: "1m30s", editedTo: "1h", wantWithin: "1m30s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := runningAttempt(t, transitionModel(t, `{"timeout": "`+tt.timeout+`"}`), "u1", 1, started)
+			if tt.editedTo != "" {
+				m.Policy = mustPolicy(t, `{"timeout": "`+tt.editedTo+`"}`)
+			}
+			got, d := refresh.Timeout(m, m.DeadlineAt)
+			require.Equal(t, refresh.EventTimeout, d.Event)
+			want := "attempt 1 did not finish within " + tt.wantWithin
+			require.Equal(t, want, d.Message)
+			require.Equal(t, want, got.LastError.Message)
 		})
 	}
 }
@@ -301,46 +338,55 @@ func TestApplyOutcomeFencing(t *testing.T) {
 		o     refresh.Outcome
 		now   time.Time
 		want  string // event
+		// reason is Decision.Reason of a stale outcome.
+		reason string
 	}{
 		{name: "current uid before the deadline", o: success, now: started.Add(time.Minute), want: refresh.EventSuccess},
 		{name: "one ns before the deadline applies", o: success, now: deadline.Add(-time.Nanosecond), want: refresh.EventSuccess},
 		{name: "failure one ns before the deadline applies", o: failure, now: deadline.Add(-time.Nanosecond), want: refresh.EventFailure},
 		{name: "status one ns before the deadline applies", o: status, now: deadline.Add(-time.Nanosecond), want: refresh.EventStatus},
-		{name: "success exactly at the deadline is late", o: success, now: deadline, want: refresh.EventStale},
-		{name: "failure exactly at the deadline is late", o: failure, now: deadline, want: refresh.EventStale},
-		{name: "status exactly at the deadline is late", o: status, now: deadline, want: refresh.EventStale},
-		{name: "after the deadline is late", o: success, now: deadline.Add(time.Hour), want: refresh.EventStale},
+		{name: "success exactly at the deadline is late", o: success, now: deadline, want: refresh.EventStale,
+			reason: "attempt u1 is over: its outcome arrived at 2026-03-02T10:00:00Z, at or after its deadline 2026-03-02T10:00:00Z, and the timeout wins"},
+		{name: "failure exactly at the deadline is late", o: failure, now: deadline, want: refresh.EventStale,
+			reason: "attempt u1 is over: its outcome arrived at 2026-03-02T10:00:00Z, at or after its deadline 2026-03-02T10:00:00Z, and the timeout wins"},
+		{name: "status exactly at the deadline is late", o: status, now: deadline, want: refresh.EventStale,
+			reason: "attempt u1 is over: its outcome arrived at 2026-03-02T10:00:00Z, at or after its deadline 2026-03-02T10:00:00Z, and the timeout wins"},
+		{name: "after the deadline is late", o: success, now: deadline.Add(time.Hour), want: refresh.EventStale,
+			reason: "attempt u1 is over: its outcome arrived at 2026-03-02T11:00:00Z, at or after its deadline 2026-03-02T10:00:00Z, and the timeout wins"},
 		{name: "another uid", o: with(success, func(o *refresh.Outcome) { o.AttemptUID = "u0" }),
-			now: started.Add(time.Minute), want: refresh.EventStale},
+			now: started.Add(time.Minute), want: refresh.EventStale, reason: "attempt u0 is over: the current attempt is u1"},
 		{name: "no uid", o: with(failure, func(o *refresh.Outcome) { o.AttemptUID = "" }),
-			now: started.Add(time.Minute), want: refresh.EventStale},
+			now: started.Add(time.Minute), want: refresh.EventStale, reason: "the outcome names no attempt"},
 		{name: "unknown outcome type", o: with(success, func(o *refresh.Outcome) { o.Type = "done" }),
-			now: started.Add(time.Minute), want: refresh.EventStale},
+			now: started.Add(time.Minute), want: refresh.EventStale, reason: `unknown outcome type "done"`},
 		{name: "idle model", o: success, now: started.Add(time.Minute), want: refresh.EventStale,
+			reason: "attempt u1 is over: the model has no running attempt",
 			state: func(t *testing.T, m refresh.Model) refresh.Model {
 				m, _ = refresh.Cancel(m, started)
 				return m
 			}},
 		{name: "idle model, empty uid", o: with(success, func(o *refresh.Outcome) { o.AttemptUID = "" }),
-			now: started.Add(time.Minute), want: refresh.EventStale,
+			now: started.Add(time.Minute), want: refresh.EventStale, reason: "the outcome names no attempt",
 			state: func(t *testing.T, m refresh.Model) refresh.Model {
 				m, _ = refresh.Cancel(m, started)
 				return m
 			}},
 		{name: "duplicate success", o: success, now: started.Add(2 * time.Minute), want: refresh.EventStale,
+			reason: "attempt u1 is over: the model has no running attempt",
 			state: func(t *testing.T, m refresh.Model) refresh.Model {
 				m, d := refresh.ApplyOutcome(m, success, started.Add(time.Minute))
 				require.Equal(t, refresh.EventSuccess, d.Event)
 				return m
 			}},
 		{name: "failure after success", o: failure, now: started.Add(2 * time.Minute), want: refresh.EventStale,
+			reason: "attempt u1 is over: the model has no running attempt",
 			state: func(t *testing.T, m refresh.Model) refresh.Model {
 				m, d := refresh.ApplyOutcome(m, success, started.Add(time.Minute))
 				require.Equal(t, refresh.EventSuccess, d.Event)
 				return m
 			}},
 		{name: "outcome of the previous attempt after a retry started", o: failure, now: started.Add(3 * time.Minute),
-			want: refresh.EventStale,
+			want: refresh.EventStale, reason: "attempt u1 is over: the current attempt is u2",
 			state: func(t *testing.T, m refresh.Model) refresh.Model {
 				m, d := refresh.ApplyOutcome(m, failure, started.Add(time.Minute))
 				require.Equal(t, refresh.DecisionRetry, d.Plan)
@@ -363,6 +409,8 @@ func TestApplyOutcomeFencing(t *testing.T) {
 			}
 			requireModel(t, before, got)
 			require.Equal(t, "stale", d.Rule)
+			require.Equal(t, tt.reason, d.Reason)
+			require.Equal(t, tt.reason, d.Why)
 			require.Equal(t, tt.o.AttemptUID, d.UID)
 			require.Equal(t, tt.o.Kind, d.Kind)
 			require.Empty(t, d.Plan)
@@ -452,7 +500,8 @@ func TestSuccess(t *testing.T) {
 			want.FailingSince = null
 			want.LastSuccessAt = tt.now
 			want.RefreshAt = tt.want
-			// last_error and status_message stay for display.
+			want.StatusMessage = "" // the progress text ends with its attempt
+			// last_error stays for display.
 			requireModel(t, want, got)
 			require.Equal(t, refresh.Decision{Event: refresh.EventSuccess, Rule: "success", UID: "u1", AttemptNo: n, Why: d.Why}, d)
 			require.NotEmpty(t, d.Why)
@@ -529,7 +578,16 @@ func failureCases() []failureCase {
 		{name: "1: kind in retry_on retries", policy: failPolicy(`{"delays": ["0s"], "retry_on": ["http_503"]}`, ``),
 			n: 1, f: kind("http_503"), now: morning, plan: retry, rule: rule4, refreshAt: morning, attemptNo: 1},
 		{name: "1: kind in retry_on and in non_retryable: not retryable",
+			policy: failPolicy(`{"delays": ["0s"], "retry_on": ["validation"], "non_retryable": ["validation"]}`, ``),
+			n:      1, f: kind("validation"), now: morning, plan: disable, rule: rule1, attemptNo: 1, reason: defaultReason(1, "validation failed")},
+		{name: "1: retry_on drops the default non_retryable: validation retries",
 			policy: failPolicy(`{"delays": ["0s"], "retry_on": ["validation"]}`, ``),
+			n:      1, f: kind("validation"), now: morning, plan: retry, rule: rule4, refreshAt: morning, attemptNo: 1},
+		{name: "1: retry_on drops the default non_retryable: not_found is not in retry_on",
+			policy: failPolicy(`{"delays": ["0s"], "retry_on": ["validation"]}`, ``),
+			n:      1, f: kind("not_found"), now: morning, plan: disable, rule: rule1, attemptNo: 1, reason: defaultReason(1, "not_found failed")},
+		{name: "1: empty retry_on keeps the default non_retryable",
+			policy: failPolicy(`{"delays": ["0s"], "retry_on": []}`, ``),
 			n:      1, f: kind("validation"), now: morning, plan: disable, rule: rule1, attemptNo: 1, reason: defaultReason(1, "validation failed")},
 		{name: "1: empty non_retryable excludes nothing", policy: failPolicy(`{"delays": ["0s"], "non_retryable": []}`, ``),
 			n: 1, f: kind("validation"), now: morning, plan: retry, rule: rule4, refreshAt: morning, attemptNo: 1},
@@ -636,6 +694,7 @@ func runFailureCase(t *testing.T, tt failureCase) {
 
 	want := before
 	want.AttemptUID, want.StartedAt, want.DeadlineAt = "", null, null
+	want.StatusMessage = ""
 	want.ConsecutiveFailures = tt.failures + 1
 	if tt.since.IsZero() {
 		want.FailingSince = tt.now
@@ -704,6 +763,7 @@ func TestDisabledReason(t *testing.T) {
 	tests := []struct {
 		name    string
 		policy  string
+		errMsg  *string // nil: "upstream 503"
 		userMsg string
 		want    string
 	}{
@@ -715,6 +775,17 @@ func TestDisabledReason(t *testing.T) {
 			want: "since 2026-03-01T06:00:00+01:00, 3x upstream 503"},
 		{name: "user_message wins", policy: `{"disabled_message": "{attempts} attempts"}`, userMsg: "Please fix your URL.",
 			want: "Please fix your URL."},
+		{name: "a failure without a message", policy: `{}`, errMsg: ptr(""),
+			want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "a failure without a message, own template", policy: `{"disabled_message": "Stopped after {attempts} tries ({error})."}`,
+			errMsg: ptr(""), want: "Stopped after 3 tries."},
+		{name: "a long error is cut to the reason limit", policy: `{}`, errMsg: ptr(strings.Repeat("x", 10<<10)),
+			want: "Refresh disabled after 3 failed attempt(s): " +
+				strings.Repeat("x", 4096-len("Refresh disabled after 3 failed attempt(s): ")-len("…")) + "…"},
+		{name: "a long user_message is cut to the reason limit", policy: `{}`, userMsg: strings.Repeat("u", 5000),
+			want: strings.Repeat("u", 4096-len("…")) + "…"},
+		{name: "a user_message at the reason limit stays whole", policy: `{}`, userMsg: strings.Repeat("u", 4096),
+			want: strings.Repeat("u", 4096)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -723,6 +794,9 @@ func TestDisabledReason(t *testing.T) {
 			m.ConsecutiveFailures, m.FailingSince = 2, since
 			m = runningAttempt(t, m, "u1", 3, morning)
 			f := refresh.Failure{Kind: "http_503", Message: "upstream 503", UserMessage: tt.userMsg}
+			if tt.errMsg != nil {
+				f.Message = *tt.errMsg
+			}
 			got, d := refresh.Failed(m, f, morning.Add(time.Minute))
 			require.Equal(t, refresh.DecisionDisable, d.Plan)
 			require.Equal(t, tt.want, got.DisabledReason)
@@ -828,6 +902,12 @@ func TestTrigger(t *testing.T) {
 			m.RefreshAt = occAfternoon
 			return m
 		}},
+		{name: "paused and running: superseded, stays paused", policy: policy, superseded: "u1", attemptNo: 1,
+			state: func(t *testing.T, m refresh.Model) refresh.Model {
+				m = runningAttempt(t, m, "u1", 1, now.Add(-10*time.Minute))
+				m.Paused, m.StatusMessage = true, "10%"
+				return m
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -843,11 +923,13 @@ func TestTrigger(t *testing.T) {
 			want.AttemptNo, want.ConsecutiveFailures, want.FailingSince = 0, 0, null
 			want.DisabledAt, want.DisabledReason = null, ""
 			want.RefreshAt = now
+			want.StatusMessage = "" // the superseded attempt's progress text goes with it
 			requireModel(t, want, got)
 			require.Equal(t, refresh.Decision{
 				Event: refresh.EventTrigger, Rule: "trigger", UID: tt.superseded, AttemptNo: tt.attemptNo, Deadline: before.DeadlineAt, Why: d.Why,
 			}, d)
 			require.NotEmpty(t, d.Why)
+			require.Equal(t, before.Paused, strings.Contains(d.Why, "the model stays paused and starts when resumed"), d.Why)
 
 			if tt.superseded != "" {
 				_, sd := refresh.ApplyOutcome(got, refresh.Outcome{AttemptUID: tt.superseded, Type: refresh.OutcomeSuccess}, now)
@@ -1146,6 +1228,9 @@ func TestCancel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			before := tt.state(t, transitionModel(t, tt.policy))
+			if before.Running() {
+				before.StatusMessage = "10%"
+			}
 			got, d := refresh.Cancel(before, tt.now)
 			require.Equal(t, refresh.EventCancel, d.Event)
 			require.NotEmpty(t, d.Why)
@@ -1157,6 +1242,7 @@ func TestCancel(t *testing.T) {
 			}
 			want := before
 			want.AttemptUID, want.StartedAt, want.DeadlineAt = "", null, null
+			want.StatusMessage = "" // the cancelled attempt's progress text goes with it
 			want.AttemptNo = 0
 			want.RefreshAt = tt.want
 			requireModel(t, want, got) // counters and streak untouched
@@ -1375,4 +1461,142 @@ func TestApplyOutcomeArrival(t *testing.T) {
 		requireTime(t, arrived, got.LastSuccessAt)
 		require.True(t, d.At.IsZero())
 	})
+}
+
+// TestActionsUnchanged checks Decision.Unchanged of every action in every
+// state: set exactly on the no-op actions (enable on a model that is not
+// disabled, pause on a paused one, resume on one that is not paused,
+// cancel on a disabled one or one with nothing running and nothing
+// pending), which return the model as it was; trigger is never a no-op.
+func TestActionsUnchanged(t *testing.T) {
+	t.Parallel()
+	const scheduled = `{` + parisSchedule + `, "timeout": "1h"}`
+	now := morning
+	type state func(t *testing.T, m refresh.Model) refresh.Model
+	idle := func(t *testing.T, m refresh.Model) refresh.Model {
+		m.RefreshAt, _ = m.Next(now)
+		return m
+	}
+	running := func(t *testing.T, m refresh.Model) refresh.Model {
+		return runningAttempt(t, m, "u1", 1, now.Add(-time.Minute))
+	}
+	disabled := func(t *testing.T, m refresh.Model) refresh.Model {
+		m.AttemptNo, m.ConsecutiveFailures, m.FailingSince = 4, 4, now.Add(-time.Hour)
+		m.DisabledAt, m.DisabledReason = now.Add(-time.Hour), "gone"
+		return m
+	}
+	paused := func(s state) state {
+		return func(t *testing.T, m refresh.Model) refresh.Model {
+			m = s(t, m)
+			m.Paused = true
+			return m
+		}
+	}
+	states := []struct {
+		name   string
+		policy string
+		state  state
+	}{
+		{"idle, next run planned", scheduled, idle},
+		{"idle on demand, nothing planned", `{}`, func(t *testing.T, m refresh.Model) refresh.Model { return m }},
+		{"idle after a wait_next round", scheduled, func(t *testing.T, m refresh.Model) refresh.Model {
+			m = idle(t, m)
+			m.ConsecutiveFailures, m.FailingSince = 4, now.Add(-time.Hour)
+			return m
+		}},
+		{"pending retry", scheduled, func(t *testing.T, m refresh.Model) refresh.Model {
+			m.AttemptNo, m.ConsecutiveFailures, m.FailingSince, m.RefreshAt = 1, 1, now.Add(-time.Minute), now.Add(time.Minute)
+			return m
+		}},
+		{"occurrence due exactly now", scheduled, func(t *testing.T, m refresh.Model) refresh.Model {
+			m.RefreshAt = occMorning
+			return m
+		}},
+		{"triggered on demand", `{}`, func(t *testing.T, m refresh.Model) refresh.Model {
+			m.RefreshAt = now
+			return m
+		}},
+		{"running", scheduled, running},
+		{"disabled", scheduled, disabled},
+		{"paused, next run planned", scheduled, paused(idle)},
+		{"paused, overdue", scheduled, paused(func(t *testing.T, m refresh.Model) refresh.Model {
+			m.RefreshAt = occMorning.Add(-24 * time.Hour)
+			return m
+		})},
+		{"paused and running", scheduled, paused(running)},
+		{"paused and disabled", scheduled, paused(disabled)},
+	}
+	// unchanged lists, per action, the states in which it is a no-op.
+	unchanged := map[string][]string{
+		refresh.ActionEnable: {"idle, next run planned", "idle on demand, nothing planned", "idle after a wait_next round",
+			"pending retry", "occurrence due exactly now", "triggered on demand", "running",
+			"paused, next run planned", "paused, overdue", "paused and running"},
+		refresh.ActionPause: {"paused, next run planned", "paused, overdue", "paused and running", "paused and disabled"},
+		refresh.ActionResume: {"idle, next run planned", "idle on demand, nothing planned", "idle after a wait_next round",
+			"pending retry", "occurrence due exactly now", "triggered on demand", "running", "disabled"},
+		refresh.ActionCancel: {"idle, next run planned", "idle on demand, nothing planned", "idle after a wait_next round",
+			"disabled", "paused, next run planned", "paused and disabled"},
+		refresh.ActionTrigger: nil,
+	}
+	act := map[string]func(refresh.Model) (refresh.Model, refresh.Decision){
+		refresh.ActionTrigger: func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Trigger(m, now) },
+		refresh.ActionEnable:  func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Enable(m, now) },
+		refresh.ActionPause:   refresh.Pause,
+		refresh.ActionResume:  func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Resume(m, now) },
+		refresh.ActionCancel:  func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Cancel(m, now) },
+	}
+	for action, noop := range unchanged {
+		for _, st := range states {
+			t.Run(action+"/"+st.name, func(t *testing.T) {
+				t.Parallel()
+				before := st.state(t, transitionModel(t, st.policy))
+				got, d := act[action](before)
+				require.Equal(t, action, d.Event)
+				require.NotEmpty(t, d.Why)
+				want := slices.Contains(noop, st.name)
+				require.Equal(t, want, d.Unchanged, d.Why)
+				switch {
+				case want:
+					requireModel(t, before, got)
+				case action == refresh.ActionTrigger:
+					// A trigger is an event even when the model already
+					// is as it leaves it (triggered, idle, nothing failed).
+				default:
+					require.NotEqual(t, inUTC(before), inUTC(got), "a change changes the model")
+				}
+			})
+		}
+	}
+}
+
+func TestStaleAlwaysSaysWhy(t *testing.T) {
+	t.Parallel()
+	m := transitionModel(t, `{}`)
+	o := refresh.Outcome{ModelID: "m1", AttemptUID: "u1", Type: refresh.OutcomeSuccess}
+	got, d := refresh.Stale(m, o, "unknown model")
+	requireModel(t, m, got)
+	require.Equal(t, "unknown model", d.Reason)
+	_, d = refresh.Stale(m, o, "")
+	require.Equal(t, "the outcome does not apply to the model", d.Reason)
+	require.Equal(t, d.Reason, d.Why)
+}
+
+// TestFailedDelayBoundedByGlobalMax checks that a retry never waits past
+// the global maximum delay, jitter included.
+func TestFailedDelayBoundedByGlobalMax(t *testing.T) {
+	t.Parallel()
+	const maxDelay = 30 * 24 * time.Hour
+	now := morning
+	reached := false
+	for i := range 100 {
+		m := transitionModel(t, `{"timeout": "1h", "retry": {"delays": ["720h"], "jitter": 0.5}}`)
+		m.ID = fmt.Sprint("model-", i)
+		m = runningAttempt(t, m, "u1", 1, now.Add(-time.Minute))
+		got, d := refresh.Failed(m, http503, now)
+		require.Equal(t, refresh.DecisionRetry, d.Plan)
+		require.LessOrEqual(t, d.Delay, maxDelay)
+		requireTime(t, now.Add(d.Delay), got.RefreshAt)
+		reached = reached || d.Delay == maxDelay
+	}
+	require.True(t, reached, "some jitter pushes past the limit and is bounded at it")
 }
