@@ -16,11 +16,12 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// SystemClock is the real wall clock.
+// SystemClock is the real wall clock, read in UTC, so that every time
+// Freshen stamps (events, history, dead letters, logs) reads with Z.
 type SystemClock struct{}
 
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+// Now returns time.Now() in UTC.
+func (SystemClock) Now() time.Time { return time.Now().UTC() }
 
 // After returns time.After(d).
 func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }

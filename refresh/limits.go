@@ -1,6 +1,10 @@
 package refresh
 
-import "time"
+import (
+	"time"
+
+	"github.com/freshen-dev/freshen/rrule"
+)
 
 // Limits are the global bounds every input must stay within: policies,
 // payloads, messages. They are configurable (freshen serve has a flag for
@@ -44,6 +48,10 @@ type Limits struct {
 	// MaxFieldErrors bounds how many broken rules an error lists; the
 	// error says how many more it left out.
 	MaxFieldErrors int
+	// Schedule bounds a schedule's text, rules, dates, COUNT and the work
+	// to find one occurrence; a zero field stands for its value in
+	// rrule.DefaultLimits.
+	Schedule rrule.Limits
 }
 
 // DefaultLimits returns the default bounds: 100 retries, 30 days of delay,

@@ -49,6 +49,7 @@ type Policy struct {
 type policyBounds struct {
 	maxDelay  time.Duration // Limits.MaxDelay
 	maxReason int           // Limits.MaxReasonBytes
+	schedule  rrule.Limits  // Limits.Schedule
 }
 
 // Retry says how long to wait before each retry, and which failures retry.
@@ -189,7 +190,7 @@ func (p Policy) CheckAt(now, created time.Time, lim Limits) error {
 		return nil
 	}
 	errs := errorList{max: lim.MaxFieldErrors}
-	s, err := rrule.Parse(p.Schedule, rrule.Options{Timezone: p.Timezone, Created: created})
+	s, err := rrule.Parse(p.Schedule, rrule.Options{Timezone: p.Timezone, Created: created, Limits: lim.Schedule})
 	switch {
 	case err != nil:
 		errs.add("schedule", "%s", err)
@@ -203,17 +204,23 @@ func (p Policy) CheckAt(now, created time.Time, lim Limits) error {
 	return errs.err()
 }
 
-// checkMinInterval is where the minimum schedule interval (DESIGN.md
-// section 2, cost bounds; Limits.MinInterval) plugs in. It must return the
-// broken rule, e.g. "occurrences must be at least 1m apart, got 30s", when
-// two consecutive occurrences of s among the first 1,000 at or after now
-// are closer than minInterval, and "" otherwise, at a cost bounded
-// whatever the rule.
-//
-// It accepts every schedule until the rrule package measures that gap;
-// CheckAt already calls it with what it needs.
+// minIntervalOccurrences is how many occurrences after a write the minimum
+// schedule interval looks at (DESIGN.md section 2, cost bounds).
+const minIntervalOccurrences = 1000
+
+// checkMinInterval returns the broken rule, e.g. "occurrences must be at
+// least 1m0s apart, got 30s", when two consecutive occurrences of s among
+// the first 1,000 at or after now are closer than minInterval, and ""
+// otherwise. Its cost is bounded by the schedule's work limit.
 func checkMinInterval(s *rrule.Schedule, now time.Time, minInterval time.Duration) string {
-	return ""
+	if minInterval <= 0 {
+		return ""
+	}
+	gap, ok := s.MinGap(now.Add(-time.Nanosecond), minIntervalOccurrences)
+	if !ok || gap >= minInterval {
+		return ""
+	}
+	return fmt.Sprintf("occurrences must be at least %s apart, got %s", Duration(minInterval), Duration(gap))
 }
 
 // WithLimits returns p bound to lim: Delay never returns more than
@@ -226,10 +233,16 @@ func (p Policy) WithLimits(lim Limits) Policy {
 	lim = lim.orDefault()
 	def := DefaultLimits()
 	p.bounds = policyBounds{}
-	if lim.MaxDelay != def.MaxDelay || lim.MaxReasonBytes != def.MaxReasonBytes {
-		p.bounds = policyBounds{maxDelay: lim.MaxDelay, maxReason: lim.MaxReasonBytes}
+	if lim.MaxDelay != def.MaxDelay || lim.MaxReasonBytes != def.MaxReasonBytes || lim.Schedule != (rrule.Limits{}) {
+		p.bounds = policyBounds{maxDelay: lim.MaxDelay, maxReason: lim.MaxReasonBytes, schedule: lim.Schedule}
 	}
 	return p
+}
+
+// scheduleOptions are the options the policy's schedule is read with for a
+// model created at created.
+func (p Policy) scheduleOptions(created time.Time) rrule.Options {
+	return rrule.Options{Timezone: p.Timezone, Created: created, Limits: p.bounds.schedule}
 }
 
 // maxDelay returns the bound of the final delay.
@@ -612,7 +625,7 @@ func (p Policy) check(lim Limits, bad map[string]bool, errs *errorList) {
 	timezoneOK := c.text("timezone", p.Timezone) && !c.skip("timezone")
 	_, tzErr := p.location()
 	if p.Schedule != "" && scheduleOK && timezoneOK && tzErr == nil {
-		_, err := rrule.Parse(p.Schedule, rrule.Options{Timezone: p.Timezone, Created: time.Unix(0, 0).UTC()})
+		_, err := rrule.Parse(p.Schedule, rrule.Options{Timezone: p.Timezone, Created: time.Unix(0, 0).UTC(), Limits: lim.Schedule})
 		if err != nil {
 			c.add("schedule", "%s", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -1111,6 +1112,91 @@ func TestPolicyCheckAt(t *testing.T) {
 		require.Len(t, v.Fields, 1)
 		require.Equal(t, "schedule", v.Fields[0].Field)
 	})
+}
+
+// TestPolicyMinInterval checks the minimum schedule interval: the smallest
+// gap between consecutive occurrences among the first 1,000 at or after the
+// write must be at least Limits.MinInterval.
+func TestPolicyMinInterval(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		schedule string
+		min      time.Duration // zero: the default, 1m
+		want     string        // the broken rule, "" if none
+	}{
+		{name: "every second", schedule: "FREQ=SECONDLY", want: "occurrences must be at least 1m apart, got 1s"},
+		{name: "every minute", schedule: "FREQ=MINUTELY"},
+		{name: "twice a minute", schedule: "FREQ=MINUTELY;BYSECOND=0,30", want: "occurrences must be at least 1m apart, got 30s"},
+		{name: "hourly with two close seconds", schedule: "FREQ=HOURLY;BYMINUTE=0,59;BYSECOND=0,30", want: "occurrences must be at least 1m apart, got 30s"},
+		{name: "an RDATE close to an occurrence", schedule: "DTSTART:20260301T000000Z\nRRULE:FREQ=DAILY\nRDATE:20260303T000010Z",
+			want: "occurrences must be at least 1m apart, got 10s"},
+		{name: "the close pair is past the 1,000th occurrence", schedule: "DTSTART:20260301T000000Z\nRRULE:FREQ=HOURLY\nRDATE:20260701T000010Z"},
+		{name: "a lower limit", schedule: "FREQ=SECONDLY;INTERVAL=2", min: time.Second},
+		{name: "a higher limit", schedule: "FREQ=HOURLY", min: 2 * time.Hour, want: "occurrences must be at least 2h apart, got 1h"},
+		{name: "a single occurrence has no gap", schedule: "DTSTART:20260401T000000Z\nRRULE:FREQ=SECONDLY;COUNT=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lim := refresh.DefaultLimits()
+			if tt.min != 0 {
+				lim.MinInterval = tt.min
+			}
+			p, err := refresh.ParsePolicy([]byte(`{"schedule": `+strconv.Quote(tt.schedule)+`}`), lim)
+			require.NoError(t, err)
+			err = p.CheckAt(now, now, lim)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Equal(t, &refresh.ValidationError{Fields: []refresh.FieldError{{Field: "schedule", Rule: tt.want}}}, err)
+		})
+	}
+}
+
+// TestPolicyScheduleLimits checks that the schedule bounds of Limits reach
+// the schedule's parse, at write time and when a stored model is read with
+// its policy bound to the limits again.
+func TestPolicyScheduleLimits(t *testing.T) {
+	t.Parallel()
+	const two = `{"schedule": "DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY;BYHOUR=6\nRRULE:FREQ=DAILY;BYHOUR=16"}`
+	tight := refresh.DefaultLimits()
+	tight.Schedule.MaxRules = 1
+	_, err := refresh.ParsePolicy([]byte(two), tight)
+	var v *refresh.ValidationError
+	require.True(t, errors.As(err, &v), "%v", err)
+	require.Equal(t, "schedule", v.Fields[0].Field)
+	require.Contains(t, v.Fields[0].Rule, "at most 1 rules per schedule, got 2")
+
+	// A loose limit is kept by the policy (and given back by WithLimits to
+	// one read from JSON), so the scheduler reads what the write accepted.
+	loose := refresh.DefaultLimits()
+	loose.Schedule.MaxRules = 200
+	var rules strings.Builder
+	rules.WriteString("DTSTART:20260101T000000Z")
+	for h := range 150 {
+		fmt.Fprintf(&rules, "\nRRULE:FREQ=DAILY;BYHOUR=%d;BYMINUTE=%d", h%24, h/24)
+	}
+	js := `{"schedule": ` + strconv.Quote(rules.String()) + `}`
+	_, err = refresh.ParsePolicy([]byte(js), refresh.DefaultLimits())
+	require.Error(t, err, "150 rules are over the default limit")
+	p, err := refresh.ParsePolicy([]byte(js), loose)
+	require.NoError(t, err)
+	m := refresh.Model{ID: "m", Policy: p, CreatedAt: modelCreated}
+	next, ok := m.Next(morning)
+	require.True(t, ok, "the model's schedule is read with its own limits")
+	requireTime(t, time.Date(2026, 3, 2, 10, 1, 0, 0, time.UTC), next)
+
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	var back refresh.Policy
+	require.NoError(t, json.Unmarshal(b, &back))
+	_, ok = refresh.Model{ID: "m", Policy: back, CreatedAt: modelCreated}.Next(morning)
+	require.False(t, ok, "read back without its limits, the schedule is over the default")
+	_, ok = refresh.Model{ID: "m", Policy: back.WithLimits(loose), CreatedAt: modelCreated}.Next(morning)
+	require.True(t, ok)
 }
 
 // TestPolicyDelayGlobalMax checks that the global maximum delay bounds the

@@ -144,7 +144,8 @@ type definition struct {
 //
 // Every broken rule is reported, each named by its field, at most
 // Limits.MaxFieldErrors of them. A schedule that is set (on create, or
-// changed) is also checked at the time of the request (checkAtWrite).
+// changed) is also checked at the time of the request (Policy.CheckAt: an
+// occurrence after now, occurrences at least Limits.MinInterval apart).
 func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) {
 	def, err := s.check(req.ID, req.Queue, req.Payload, req.Policy)
 	if err != nil {
@@ -249,22 +250,19 @@ func (s *Service) check(id, queue string, payload, policy json.RawMessage) (defi
 	if len(policy) == 0 {
 		policy = json.RawMessage("{}")
 	}
+	more := 0
 	p, err := ParsePolicy(policy, lim)
 	if err != nil {
 		var v *ValidationError
 		if !errors.As(err, &v) {
 			return definition{}, err
 		}
-		for _, f := range v.Fields {
-			f.Field = strings.TrimSuffix("policy."+f.Field, ".")
-			errs = append(errs, f)
-		}
-	} else if hasNUL(policy) {
-		// Policies are stored as jsonb, which cannot hold a NUL.
-		errs = append(errs, FieldError{Field: "policy", Rule: `must not contain \u0000 (NUL) in a string`})
+		errs = append(errs, policyFields(v.Fields)...)
+		more = v.More
 	}
 	if len(errs) > 0 {
-		return definition{}, &ValidationError{Fields: errs[:min(len(errs), max(lim.MaxFieldErrors, 1))]}
+		shown := min(len(errs), max(lim.MaxFieldErrors, 1))
+		return definition{}, &ValidationError{Fields: errs[:shown], More: more + len(errs) - shown}
 	}
 	return definition{Queue: queue, Payload: payload, Policy: p}, nil
 }
@@ -292,21 +290,14 @@ func checkPayload(payload json.RawMessage, lim Limits) *FieldError {
 	return &FieldError{Field: "payload", Rule: rule}
 }
 
-// checkAtWrite returns the rules that policy p breaks at the time of a
-// write that sets its schedule (a create, or a changed schedule or time
-// zone), now, for a model created at created: a schedule must have an
-// occurrence at or after now ("rule has no occurrence after <now>", e.g.
-// an UNTIL in the past), and its occurrences must lie at least
-// Limits.MinInterval apart, which the policy checks once it can tell its
-// shortest gap.
-func checkAtWrite(p Policy, now, created time.Time) []FieldError {
-	if p.Schedule == "" {
-		return nil
+// policyFields names fields of a policy as fields of the request body.
+func policyFields(fields []FieldError) []FieldError {
+	out := make([]FieldError, len(fields))
+	for i, f := range fields {
+		f.Field = strings.TrimSuffix("policy."+f.Field, ".")
+		out[i] = f
 	}
-	if _, ok := (Model{Policy: p, CreatedAt: created}).First(now); !ok {
-		return []FieldError{{Field: "policy.schedule", Rule: "rule has no occurrence after " + now.UTC().Format(time.RFC3339)}}
-	}
-	return nil
+	return out
 }
 
 // write runs one Put or Patch of model id in one store transaction: it
@@ -343,8 +334,12 @@ func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch,
 			createdAt = old.CreatedAt
 		}
 		if created || old.Policy.Schedule != def.Policy.Schedule || old.Policy.Timezone != def.Policy.Timezone {
-			if errs := checkAtWrite(def.Policy, now, createdAt); len(errs) > 0 {
-				return Batch{}, &ValidationError{Fields: errs}
+			if err := def.Policy.CheckAt(now, createdAt, s.EffectiveLimits()); err != nil {
+				var v *ValidationError
+				if errors.As(err, &v) {
+					return Batch{}, &ValidationError{Fields: policyFields(v.Fields), More: v.More}
+				}
+				return Batch{}, err
 			}
 		}
 		var m Model
@@ -509,21 +504,6 @@ func nestedDeeper(data []byte, max int) bool {
 		case ']', '}':
 			depth--
 		}
-	}
-	return false
-}
-
-// hasNUL reports whether the JSON text data has a \u0000 escape in a
-// string (a raw NUL byte is no valid JSON).
-func hasNUL(data []byte) bool {
-	for i := 0; i+5 < len(data); i++ {
-		if data[i] != '\\' {
-			continue
-		}
-		if data[i+1] == 'u' && string(data[i+2:i+6]) == "0000" {
-			return true
-		}
-		i++ // skip the escaped byte: in \\u0000 the u is not escaped
 	}
 	return false
 }

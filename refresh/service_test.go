@@ -237,6 +237,12 @@ func TestServicePutChecksTheScheduleAtTheTimeOfTheWrite(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.svc.Patch(ctx, refresh.PatchRequest{ID: "m", Policy: json.RawMessage(`{"timezone": "Europe/Paris"}`)})
 	require.Equal(t, "policy.schedule: rule has no occurrence after 2026-03-03T04:30:00Z", refresh.ErrorMessage(err))
+
+	// Occurrences closer than the minimum interval (1m by default).
+	_, _, err = b.svc.Put(ctx, refresh.PutRequest{ID: "dense", Policy: json.RawMessage(`{"schedule": "FREQ=SECONDLY;INTERVAL=10"}`)})
+	require.Equal(t, "policy.schedule: occurrences must be at least 1m apart, got 10s", refresh.ErrorMessage(err))
+	_, err = b.svc.Patch(ctx, refresh.PatchRequest{ID: "m", Policy: json.RawMessage(`{"schedule": "FREQ=MINUTELY;BYSECOND=0,30"}`)})
+	require.Equal(t, "policy.schedule: occurrences must be at least 1m apart, got 30s", refresh.ErrorMessage(err))
 }
 
 func TestServicePatchMergesLikeRFC7396(t *testing.T) {

@@ -87,7 +87,7 @@ func (m Model) schedule() *rrule.Schedule {
 	if m.Policy.Schedule == "" {
 		return nil
 	}
-	s, err := rrule.Parse(m.Policy.Schedule, rrule.Options{Timezone: m.Policy.Timezone, Created: m.CreatedAt})
+	s, err := rrule.Parse(m.Policy.Schedule, m.Policy.scheduleOptions(m.CreatedAt))
 	if err != nil {
 		return nil
 	}

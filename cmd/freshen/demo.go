@@ -198,6 +198,9 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		w, err := queue.NewWorker(client, queue.WorkerOptions{
 			Queue: name, Concurrency: 4, ID: "demo-" + name, Clock: clock, Logger: quiet,
 			Block: 50 * time.Millisecond, WorkerTimeout: 24 * time.Hour,
+			// At thousands of times real speed, the default half-second of
+			// virtual time between revocation checks is microseconds.
+			RevokedCheck: time.Hour,
 		}, handler.handle)
 		if err != nil {
 			return err

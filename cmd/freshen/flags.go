@@ -2,9 +2,12 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/rrule"
 )
 
 // durationValue is a flag.Value of a duration written as policies write
@@ -31,4 +34,83 @@ func (v durationValue) String() string {
 		return "0s"
 	}
 	return v.d.String()
+}
+
+// listValue is a flag.Value of a comma-separated list.
+type listValue struct{ p *[]string }
+
+// listVar defines a flag on fs that reads a comma-separated list.
+func listVar(fs *flag.FlagSet, p *[]string, name, usage string) {
+	fs.Var(listValue{p}, name, usage)
+}
+
+func (v listValue) Set(s string) error {
+	*v.p = nil
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			*v.p = append(*v.p, e)
+		}
+	}
+	return nil
+}
+
+func (v listValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ",")
+}
+
+// limitFlags defines a flag for each global limit of lim (refresh.Limits),
+// with its default. A model written, or an outcome applied, is checked
+// against them.
+func limitFlags(fs *flag.FlagSet, lim *refresh.Limits) {
+	*lim = refresh.DefaultLimits()
+	d, sd := lim, &lim.Schedule
+	*sd = rrule.DefaultLimits
+	fs.IntVar(&d.MaxRetries, "max-retries", d.MaxRetries, "most retries a policy may plan in a round")
+	durationVar(fs, &d.MaxDelay, "max-delay", d.MaxDelay, "longest retry delay, after jitter")
+	durationVar(fs, &d.MinTimeout, "min-timeout", d.MinTimeout, "shortest timeout a policy may set")
+	durationVar(fs, &d.MaxTimeout, "max-timeout", d.MaxTimeout, "longest timeout a policy may set")
+	durationVar(fs, &d.MaxGiveUpAfter, "max-give-up-after", d.MaxGiveUpAfter, "longest give_up_after a policy may set")
+	durationVar(fs, &d.MinInterval, "min-interval", d.MinInterval, "least distance between two occurrences of a schedule (among the first 1,000 after a write)")
+	fs.IntVar(&d.MaxMessageBytes, "max-message-bytes", d.MaxMessageBytes, "longest disabled_message template, in bytes")
+	fs.IntVar(&d.MaxReasonBytes, "max-reason-bytes", d.MaxReasonBytes, "longest disabled reason once expanded, in bytes")
+	fs.IntVar(&d.MaxKinds, "max-kinds", d.MaxKinds, "most error kinds in retry_on or non_retryable")
+	fs.IntVar(&d.MaxKindBytes, "max-kind-bytes", d.MaxKindBytes, "longest error kind in retry_on or non_retryable, in bytes")
+	fs.IntVar(&d.MaxPayloadBytes, "max-payload-bytes", d.MaxPayloadBytes, "largest payload, in bytes")
+	fs.IntVar(&d.MaxPayloadDepth, "max-payload-depth", d.MaxPayloadDepth, "deepest nesting of arrays and objects in a payload")
+	fs.IntVar(&d.MaxFieldErrors, "max-field-errors", d.MaxFieldErrors, "most broken rules an error lists")
+	fs.IntVar(&sd.MaxBytes, "max-schedule-bytes", sd.MaxBytes, "longest schedule text, in bytes")
+	fs.IntVar(&sd.MaxRules, "max-schedule-rules", sd.MaxRules, "most RRULE lines in a schedule")
+	fs.IntVar(&sd.MaxRDates, "max-schedule-rdates", sd.MaxRDates, "most RDATE values in a schedule")
+	fs.IntVar(&sd.MaxExDates, "max-schedule-exdates", sd.MaxExDates, "most EXDATE values in a schedule")
+	fs.IntVar(&sd.MaxCount, "max-schedule-count", sd.MaxCount, "largest COUNT of a schedule's rules, all rules together")
+	fs.IntVar(&sd.MaxSteps, "max-schedule-steps", sd.MaxSteps, "most steps of work to find one occurrence of a schedule (a step is a few ns)")
+}
+
+// checkLimits returns an error naming the first limit flag that is not
+// positive.
+func checkLimits(lim refresh.Limits) error {
+	s := lim.Schedule
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"--max-retries", int64(lim.MaxRetries)}, {"--max-delay", int64(lim.MaxDelay)}, {"--min-timeout", int64(lim.MinTimeout)},
+		{"--max-timeout", int64(lim.MaxTimeout)}, {"--max-give-up-after", int64(lim.MaxGiveUpAfter)}, {"--min-interval", int64(lim.MinInterval)},
+		{"--max-message-bytes", int64(lim.MaxMessageBytes)}, {"--max-reason-bytes", int64(lim.MaxReasonBytes)}, {"--max-kinds", int64(lim.MaxKinds)},
+		{"--max-kind-bytes", int64(lim.MaxKindBytes)}, {"--max-payload-bytes", int64(lim.MaxPayloadBytes)}, {"--max-payload-depth", int64(lim.MaxPayloadDepth)},
+		{"--max-field-errors", int64(lim.MaxFieldErrors)}, {"--max-schedule-bytes", int64(s.MaxBytes)}, {"--max-schedule-rules", int64(s.MaxRules)},
+		{"--max-schedule-rdates", int64(s.MaxRDates)}, {"--max-schedule-exdates", int64(s.MaxExDates)}, {"--max-schedule-count", int64(s.MaxCount)},
+		{"--max-schedule-steps", int64(s.MaxSteps)},
+	} {
+		if f.v <= 0 {
+			return fmt.Errorf("%s: must be > 0, got %d", f.name, f.v)
+		}
+	}
+	if lim.MinTimeout > lim.MaxTimeout {
+		return fmt.Errorf("--min-timeout: must be <= --max-timeout (%s), got %s", lim.MaxTimeout, lim.MinTimeout)
+	}
+	return nil
 }

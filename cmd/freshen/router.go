@@ -29,12 +29,12 @@ const readyCheckTimeout = 2 * time.Second
 type router struct {
 	mux    *http.ServeMux
 	api    atomic.Pointer[http.Handler]
-	redis  *redis.Client
+	redis  redis.UniversalClient
 	store  *atomic.Pointer[postgres.Store]
 	redact redactor
 }
 
-func newRouter(client *redis.Client, store *atomic.Pointer[postgres.Store], r redactor) *router {
+func newRouter(client redis.UniversalClient, store *atomic.Pointer[postgres.Store], r redactor) *router {
 	rt := &router{mux: http.NewServeMux(), redis: client, store: store, redact: r}
 	rt.mux.HandleFunc("GET /healthz", rt.handleHealth)
 	rt.mux.HandleFunc("GET /readyz", rt.handleReady)

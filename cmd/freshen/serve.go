@@ -66,6 +66,12 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 type ServeConfig struct {
 	DatabaseURL string
 	RedisURL    string
+	// Redis names the servers of Redis Sentinel or Redis Cluster, when
+	// Redis runs so; RedisURL then gives only credentials and options.
+	RedisSentinelMaster   string
+	RedisSentinelAddrs    []string
+	RedisSentinelPassword string
+	RedisClusterAddrs     []string
 	// RedisPrefix starts every Redis key; workers use the same one.
 	RedisPrefix string
 	Addr        string
@@ -87,6 +93,11 @@ type ServeConfig struct {
 	// Session are the settings of every database connection.
 	Session postgres.Session
 	HTTP    HTTPConfig
+	// Limits bound every model written and every outcome applied.
+	Limits refresh.Limits
+	// ConsumerLease is how long this instance may go unseen before another
+	// takes back the outcomes it holds; it beats every ConsumerLease/5.
+	ConsumerLease time.Duration
 }
 
 // HTTPConfig bounds what the HTTP server gives one client.
@@ -115,7 +126,7 @@ type Main struct {
 	logOut   io.Writer
 	redact   redactor
 	store    atomic.Pointer[postgres.Store]
-	client   *redis.Client
+	client   redis.UniversalClient
 	queue    *queue.Redis
 	server   *http.Server
 	listener net.Listener
@@ -136,6 +147,7 @@ func NewMain(logOut io.Writer) *Main {
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
+			ConsumerLease:   queue.DefaultConsumerTimeout,
 			Session:         postgres.DefaultSession(),
 			HTTP: HTTPConfig{
 				ReadHeaderTimeout: 10 * time.Second,
@@ -193,7 +205,13 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.SetOutput(m.logOut)
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL, e.g. redis://localhost:6379/0 (env FRESHEN_REDIS_URL or REDIS_URL)")
+	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", c.RedisSentinelMaster, "name of the Redis primary that Redis Sentinel watches (with --redis-sentinel-addrs)")
+	listVar(fs, &c.RedisSentinelAddrs, "redis-sentinel-addrs", "comma-separated host:port of the Redis Sentinels; --redis-url then has no host (e.g. redis://:password@/0)")
+	fs.StringVar(&c.RedisSentinelPassword, "redis-sentinel-password", c.RedisSentinelPassword, "password of the Redis Sentinels, if they need one")
+	listVar(fs, &c.RedisClusterAddrs, "redis-cluster-addrs", "comma-separated host:port of some Redis Cluster nodes; --redis-url then has no host")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key; workers must use the same")
+	durationVar(fs, &c.ConsumerLease, "consumer-lease", c.ConsumerLease, "how long this instance may go unseen before another takes back the outcomes it holds")
+	limitFlags(fs, &c.Limits)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
@@ -236,6 +254,9 @@ func (m *Main) ParseFlags(args []string) error {
 		c.RedisURL = os.Getenv("REDIS_URL")
 	}
 	m.redact = newRedactor(c.DatabaseURL, c.RedisURL)
+	if c.RedisSentinelPassword != "" {
+		m.redact.secrets = append(m.redact.secrets, c.RedisSentinelPassword)
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level: must be debug, info, warn or error, got %q", *level)
 	}
@@ -243,7 +264,7 @@ func (m *Main) ParseFlags(args []string) error {
 	if c.DatabaseURL == "" {
 		missing = append(missing, "--database-url (or DATABASE_URL)")
 	}
-	if c.RedisURL == "" {
+	if c.RedisURL == "" && c.RedisSentinelMaster == "" && len(c.RedisClusterAddrs) == 0 {
 		missing = append(missing, "--redis-url (or REDIS_URL)")
 	}
 	if len(missing) > 0 {
@@ -265,7 +286,7 @@ func (m *Main) ParseFlags(args []string) error {
 		name string
 		v    time.Duration
 	}{
-		{"--max-sleep", c.MaxSleep}, {"--http-read-header-timeout", h.ReadHeaderTimeout}, {"--http-read-timeout", h.ReadTimeout},
+		{"--max-sleep", c.MaxSleep}, {"--consumer-lease", c.ConsumerLease}, {"--http-read-header-timeout", h.ReadHeaderTimeout}, {"--http-read-timeout", h.ReadTimeout},
 		{"--http-write-timeout", h.WriteTimeout}, {"--http-idle-timeout", h.IdleTimeout},
 	} {
 		if d.v <= 0 {
@@ -281,6 +302,9 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--http-max-header-bytes: must be >= 1024, got %d", h.MaxHeaderBytes)
 	case h.MaxConns < 1:
 		return fmt.Errorf("--http-max-conns: must be >= 1, got %d", h.MaxConns)
+	}
+	if err := checkLimits(c.Limits); err != nil {
+		return err
 	}
 	s.ApplicationName = "freshen/" + c.InstanceID
 	m.Logger = newLogger(m.logOut, c.LogLevel, m.redact)
@@ -301,17 +325,19 @@ func (m *Main) ParseFlags(args []string) error {
 func (m *Main) Run(ctx context.Context) error {
 	c := m.Config
 	log := m.Logger
-	setRedisLogger(log)
+	queue.SetRedisLogger(log)
 
 	poolConfig, err := postgres.ParseConfig(c.DatabaseURL, c.Session)
 	if err != nil {
 		return fmt.Errorf("--database-url: %w", m.redact.Error(err))
 	}
-	opt, err := redis.ParseURL(c.RedisURL)
+	m.client, err = queue.NewClient(queue.ClientConfig{
+		URL: c.RedisURL, SentinelMaster: c.RedisSentinelMaster, SentinelAddrs: c.RedisSentinelAddrs,
+		SentinelPassword: c.RedisSentinelPassword, ClusterAddrs: c.RedisClusterAddrs,
+	})
 	if err != nil {
-		return fmt.Errorf("--redis-url: %w", m.redact.Error(err))
+		return fmt.Errorf("%w", m.redact.Error(err))
 	}
-	m.client = redis.NewClient(opt)
 
 	m.router = newRouter(m.client, &m.store, m.redact)
 	listener, err := net.Listen("tcp", c.Addr)
@@ -358,17 +384,19 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	store := m.store.Load()
+	store.SetLimits(c.Limits)
 	err = retryConnect(connectCtx, log, "connect to redis", func() error { return m.client.Ping(connectCtx).Err() })
 	if err != nil {
 		return err
 	}
-	m.queue, err = queue.New(m.client, queue.Options{Prefix: c.RedisPrefix, Consumer: c.InstanceID, Logger: log, Clock: utcClock{}})
+	m.queue, err = queue.New(m.client, queue.Options{Prefix: c.RedisPrefix, Consumer: c.InstanceID, Logger: log, Clock: refresh.SystemClock{},
+		ConsumerTimeout: c.ConsumerLease, Heartbeat: c.ConsumerLease / 5})
 	if err != nil {
 		return err
 	}
 
 	metrics := &refresh.Metrics{}
-	clock := utcClock{}
+	clock := refresh.SystemClock{}
 	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{
 		Store: store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics,
 	})
@@ -397,7 +425,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svc := &refresh.Service{Store: store, Clock: clock, Logger: log, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
+	svc := &refresh.Service{Store: store, Clock: clock, Limits: c.Limits, Logger: log, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
 	api := refreshhttp.NewServer(svc,
 		refreshhttp.WithLogger(log),
 		refreshhttp.WithMetrics(metrics),
@@ -409,6 +437,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.goLoop(func() { _ = scheduler.Start(loopCtx) })
 	m.goLoop(func() { _ = consumer.Start(loopCtx) })
 	m.goLoop(func() { _ = publisher.Start(loopCtx) })
+	m.goLoop(func() { _ = m.queue.Heartbeat(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
 	m.router.open(api)
 	log.Info("serving", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,

@@ -268,7 +268,7 @@ func TestBadBytesAreRefusedByName(t *testing.T) {
 		{"PUT", "/models/m2", `{"queue": "a\u0000"}`, "queue"},
 		{"PUT", "/models/m2", `{"queue": "a:b"}`, "queue"},
 		{"PUT", "/models/m2", "{\"payload\": \"\xff\"}", "body"},
-		{"PUT", "/models/m2", `{"policy": {"disabled_message": "a\u0000b"}}`, "policy"},
+		{"PUT", "/models/m2", `{"policy": {"disabled_message": "a\u0000b"}}`, "policy.disabled_message"},
 	}
 	for _, tt := range tests {
 		rec := b.raw(t, tt.method, tt.target, tt.body)

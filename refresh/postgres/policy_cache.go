@@ -20,6 +20,16 @@ const maxCachedPolicies = 1024
 type policyCache struct {
 	mu sync.Mutex
 	m  map[string]refresh.Policy
+	// limits are bound to every policy read (refresh.Policy.WithLimits).
+	limits refresh.Limits
+}
+
+// setLimits binds the policies read from now on to lim.
+func (c *policyCache) setLimits(lim refresh.Limits) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.limits = lim
+	c.m = nil
 }
 
 // decode returns the policy stored as data.
@@ -34,6 +44,7 @@ func (c *policyCache) decode(data []byte) (refresh.Policy, error) {
 		return refresh.Policy{}, err
 	}
 	c.mu.Lock()
+	p = p.WithLimits(c.limits)
 	if c.m == nil || len(c.m) >= maxCachedPolicies {
 		c.m = make(map[string]refresh.Policy)
 	}

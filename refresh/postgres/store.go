@@ -65,6 +65,13 @@ func Open(ctx context.Context, url string, s Session) (*Store, error) {
 // the pool open.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
+// SetLimits binds the policies the store reads to lim (see
+// refresh.Policy.WithLimits), so that what a write accepted under
+// configured limits is used under the same limits; call it before use,
+// with the limits the API writes with. Without it policies are read under
+// refresh.DefaultLimits.
+func (s *Store) SetLimits(lim refresh.Limits) { s.policies.setLimits(lim) }
+
 // Ping checks that the database answers, with an *refresh.Error of code
 // EUNAVAILABLE if it does not.
 func (s *Store) Ping(ctx context.Context) error {
