@@ -23,6 +23,7 @@ import (
 	"github.com/freshen-dev/freshen/queue"
 	"github.com/freshen-dev/freshen/refresh"
 	"github.com/freshen-dev/freshen/refresh/postgres"
+	"github.com/freshen-dev/freshen/rrule"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -85,18 +86,39 @@ func TestServeParseFlags(t *testing.T) {
 	require.NoError(t, m.ParseFlags([]string{"--batch-size", "7", "--database-url", "postgres://flag/db"}))
 	require.Equal(t, 7, m.Config.BatchSize)
 	require.Equal(t, "postgres://flag/db", m.Config.DatabaseURL)
+	require.Equal(t, refresh.DefaultLimits().MinInterval, m.Config.Limits.MinInterval)
+	require.Equal(t, rrule.DefaultLimits, m.Config.Limits.Schedule)
+	require.Equal(t, queue.DefaultConsumerTimeout, m.Config.ConsumerLease)
+
+	// Every global limit is a flag; Redis Sentinel and Cluster take lists.
+	t.Setenv("FRESHEN_MAX_SCHEDULE_RULES", "7")
+	m = NewMain(io.Discard)
+	require.NoError(t, m.ParseFlags([]string{"--min-interval", "PT1S", "--max-payload-depth", "8", "--consumer-lease", "2s",
+		"--redis-sentinel-master", "mymaster", "--redis-sentinel-addrs", "10.0.0.1:26379, 10.0.0.2:26379", "--redis-sentinel-password", "s3cret"}))
+	c = m.Config
+	require.Equal(t, time.Second, c.Limits.MinInterval)
+	require.Equal(t, 8, c.Limits.MaxPayloadDepth)
+	require.Equal(t, 7, c.Limits.Schedule.MaxRules)
+	require.Equal(t, 2*time.Second, c.ConsumerLease)
+	require.Equal(t, "mymaster", c.RedisSentinelMaster)
+	require.Equal(t, []string{"10.0.0.1:26379", "10.0.0.2:26379"}, c.RedisSentinelAddrs)
+	require.Equal(t, "a xxxxx b", m.redact.String("a s3cret b"), "the sentinel password is a secret")
+	t.Setenv("FRESHEN_MAX_SCHEDULE_RULES", "")
 
 	for args, want := range map[string]string{
-		"--batch-size 0":        "--batch-size: must be >= 1, got 0",
-		"--log-level loud":      `--log-level: must be debug, info, warn or error, got "loud"`,
-		"--max-sleep 0s":        "--max-sleep: must be > 0, got 0s",
-		"--instance-id=":        "--instance-id: must not be empty",
-		"extra":                 `unexpected argument "extra"`,
-		"--max-sleep forever":   `invalid value "forever" for flag -max-sleep`,
-		"--max-sleep P1M":       `invalid value "P1M" for flag -max-sleep`,
-		"--db-lock-timeout -1s": "--db-lock-timeout: must be >= 0, got -1s",
-		"--http-read-timeout 0": "--http-read-timeout: must be > 0, got 0s",
-		"--http-max-conns 0":    "--http-max-conns: must be >= 1, got 0",
+		"--batch-size 0":                    "--batch-size: must be >= 1, got 0",
+		"--log-level loud":                  `--log-level: must be debug, info, warn or error, got "loud"`,
+		"--max-sleep 0s":                    "--max-sleep: must be > 0, got 0s",
+		"--instance-id=":                    "--instance-id: must not be empty",
+		"extra":                             `unexpected argument "extra"`,
+		"--max-sleep forever":               `invalid value "forever" for flag -max-sleep`,
+		"--max-sleep P1M":                   `invalid value "P1M" for flag -max-sleep`,
+		"--db-lock-timeout -1s":             "--db-lock-timeout: must be >= 0, got -1s",
+		"--http-read-timeout 0":             "--http-read-timeout: must be > 0, got 0s",
+		"--http-max-conns 0":                "--http-max-conns: must be >= 1, got 0",
+		"--max-retries 0":                   "--max-retries: must be > 0, got 0",
+		"--min-timeout 2h --max-timeout 1h": "--min-timeout: must be <= --max-timeout (1h0m0s), got 2h0m0s",
+		"--consumer-lease 0s":               "--consumer-lease: must be > 0, got 0s",
 	} {
 		err := NewMain(io.Discard).ParseFlags(strings.Fields(args))
 		require.ErrorContains(t, err, want, args)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -432,4 +434,40 @@ func TestTryModifyPassesLockedModelsAsBusy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 7, m.AttemptNo)
 	require.NoError(t, tx.Rollback(ctx))
+}
+
+// A store bound to limits reads policies bound to them: a schedule accepted
+// under a looser limit than the default is read as written, and the global
+// maximum delay of the limits bounds the delays it computes.
+func TestStoreSetLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	loose := refresh.DefaultLimits()
+	loose.Schedule.MaxRules = 200
+	loose.MaxDelay = 90 * time.Minute
+	var rules strings.Builder
+	rules.WriteString("DTSTART:20260101T000000Z")
+	for h := range 150 {
+		fmt.Fprintf(&rules, "\nRRULE:FREQ=DAILY;BYHOUR=%d;BYMINUTE=%d", h%24, h/24)
+	}
+	p, err := refresh.ParsePolicy([]byte(`{"schedule": `+strconv.Quote(rules.String())+
+		`, "retry": {"delays": ["1h"], "jitter": 0.9}}`), loose)
+	require.NoError(t, err)
+	m := model("many", t0)
+	m.Policy = p
+	put(t, b.store, m)
+
+	got, err := b.store.Get(context.Background(), "many")
+	require.NoError(t, err)
+	_, ok := got.Next(t0)
+	require.False(t, ok, "read under the default limits, 150 rules are too many")
+
+	b.store.SetLimits(loose)
+	got, err = b.store.Get(context.Background(), "many")
+	require.NoError(t, err)
+	_, ok = got.Next(t0)
+	require.True(t, ok)
+	for n := range 20 {
+		require.LessOrEqual(t, got.Policy.Delay(1, "many", n, t0), 90*time.Minute, "the jitter stays within the bound limits")
+	}
 }
