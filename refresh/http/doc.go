@@ -1,5 +1,6 @@
-// Package http serves Freshen's JSON API over net/http. Until the API has
-// documents of its own, this comment is its reference.
+// Package http serves Freshen's JSON API over net/http, and Client calls
+// it. Until the API has documents of its own, this comment is its
+// reference.
 //
 // # Routes
 //
@@ -10,8 +11,44 @@
 //	GET    /models                  list models, filtered, one page at a time
 //	GET    /models/{id}/attempts    a model's attempts, newest first
 //	POST   /models/{id}/{action}    trigger, enable, pause, resume or cancel
+//	GET    /dead                    dead letters, newest first, one page at a time
+//	POST   /dead/requeue            put dead letters back on their lists
+//	POST   /dead/drop               remove dead letters
+//	DELETE /dead/{id}               remove one dead letter: 204
 //	GET    /healthz                 200 {"status": "ok"}, or 503 naming the failed checks
 //	GET    /metrics                 Prometheus metrics
+//
+// The /dead routes exist on a server given a dead-letter list
+// (WithDeadLetters), as freshen serve's is.
+//
+// # Authentication
+//
+// A server given tokens (WithAuth) answers every route but /healthz only
+// to a request with the header "Authorization: Bearer <token>" of a token
+// it knows (freshen serve also leaves /readyz open). A token has a name
+// (shown in logs), scopes, and optionally an id prefix:
+//
+//	read    GET /models, /models/{id}, /models/{id}/attempts, /metrics
+//	write   also PUT and PATCH /models/{id} and the actions
+//	admin   also DELETE /models/{id} and the /dead routes
+//
+// Each scope includes those above it. A token limited to a prefix (such as
+// "acme-") reaches only the models whose id starts with it: GET /models
+// lists only those, and any other route naming a model outside the prefix
+// (read, create, change, act, delete, attempts) is refused. /metrics and
+// the /dead routes show more than models (counts of every customer,
+// messages of any model) and need a token without a prefix.
+//
+// A request without a token, or with one the server does not know, is
+// answered 401 with "WWW-Authenticate: Bearer realm="freshen"" (plus
+// error="invalid_token" when a token was sent); a known token without the
+// scope the route needs 403 with error="insufficient_scope" and the scope,
+// and one whose prefix does not allow the route 403. Each is a JSON error,
+// e.g. {"error": "token \"ci\" has scope read; POST /models/m1/trigger
+// needs scope write"}. A request to no route is answered 401 too until it
+// shows a known token, then 404 or 405. The server keeps only the SHA-256
+// of each token (HashToken) and compares hashes in constant time. Without
+// tokens, every route is open to every caller.
 //
 // A path or method no route takes is a JSON 404, or 405 with an Allow
 // header.
@@ -126,7 +163,36 @@
 // (a queue name), after (the cursor: ids after it), limit (1 to 1000,
 // default 100). Models come in id order as {"models": [...], "next": ""};
 // "next", when not empty, is the after= of the next page. Listed models
-// have no next_runs.
+// have no next_runs. For a token limited to an id prefix, one page looks
+// at no more than 10,000 models: past that it ends early, with fewer
+// models than limit (possibly none) and a "next" to go on from. Follow
+// "next" until it is empty.
+//
+// # Dead letters
+//
+// GET /dead lists the dead-letter list (queue/WIRE.md), newest first:
+//
+//	{"dead": [{"id", "at", "reason", "message", "list", "refusal"}], "next": ""}
+//
+// Parameters: after (the "next" of the previous page) and limit (1 to
+// 1000, default 100). "id" names the entry (16 hex digits); "list" is
+// where a requeue puts the message back ("outcomes" or "jobs:<queue>"), or
+// null when it cannot be requeued, "refusal" then saying why (a message
+// cut because it was too large, a job that names no queue). An entry set
+// aside while a client pages does not shift the pages; one requeued or
+// dropped meanwhile may make an entry show twice.
+//
+// POST /dead/requeue takes {"ids": ["...", ...]} (1 to 1000) or {"all":
+// true} and answers {"requeued": n, "missing": [ids], "refused": [{"id",
+// "reason"}]}: each entry is removed and its message pushed back, oldest
+// first, in one step each, so a message is taken again as a new one
+// would be (and set aside again if it still breaks a rule). "missing" are
+// the ids the list does not hold (never there, or requeued or dropped
+// meanwhile); entries that cannot be requeued stay on the list. "all"
+// requeues as many entries as the list held when it started. POST
+// /dead/drop takes the same body and answers {"dropped": n, "missing":
+// [ids]}; DELETE /dead/{id} drops one entry, 404 when the list does not
+// hold it.
 //
 // # GET /models/{id}/attempts
 //
@@ -147,14 +213,24 @@
 // after WithRequestTimeout (default 30 s) at the latest: every store call
 // runs under the request's context.
 //
+// # Client
+//
+// Client calls these routes, one method each; an answer with an error
+// status is an *APIError with the message and the field errors, whose
+// refresh.ErrorCode is the code of its status. freshen models and freshen
+// dead are built on it.
+//
 // # Errors
 //
 // Every error is a JSON object {"error": "...", "fields": [{"field",
 // "rule"}]}, "fields" listing the broken rules of an input, each named by
 // its field, e.g. "policy.retry.backoff.multiplier: must be >= 1, got 0.5".
-// The refresh error codes map to status codes in one place, Server.Error:
+// The refresh error codes map to status codes in one place, Server.Error;
+// 401 and 403 come from the token check (Auth):
 //
 //	400 Bad Request           an input breaks a rule (EINVALID), or its body was cut short
+//	401 Unauthorized          no bearer token, or an unknown one (see Authentication)
+//	403 Forbidden             the token lacks the scope, or its prefix does not allow the model
 //	404 Not Found             no such model (ENOTFOUND)
 //	409 Conflict              ECONFLICT
 //	412 Precondition Failed   If-Match or If-None-Match does not hold (EPRECONDITION)

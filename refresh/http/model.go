@@ -1,11 +1,13 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -122,9 +124,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, withNextRuns(m, s.svc.Clock.Now()))
 }
 
-// listResponse is the body of GET /models. Next is the cursor of the next
+// ModelList is the body of GET /models. Next is the cursor of the next
 // page (pass it as after=), "" on the last page.
-type listResponse struct {
+type ModelList struct {
 	Models []Model `json:"models"`
 	Next   string  `json:"next"`
 }
@@ -144,22 +146,59 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	limit := f.Limit
-	f.Limit++ // one more tells whether a next page exists
-	models, err := s.svc.Store.List(r.Context(), f)
+	prefix := ""
+	if p, ok := PrincipalFrom(r.Context()); ok {
+		prefix = p.Prefix
+	}
+	models, next, err := s.listOwned(r.Context(), f, prefix)
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	res := listResponse{Models: make([]Model, 0, min(len(models), limit))}
-	if len(models) > limit {
-		models = models[:limit]
-		res.Next = models[limit-1].ID
-	}
+	res := ModelList{Models: make([]Model, 0, len(models)), Next: next}
 	for _, m := range models {
 		res.Models = append(res.Models, newModel(m))
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// maxListScan bounds the models one page of a list limited to an id prefix
+// looks at.
+const maxListScan = 10 * maxListLimit
+
+// listOwned returns a page of the models matching f whose id starts with
+// prefix, and the cursor of the next page ("" on the last one). The store
+// lists in id order, and the ids of a prefix need not be contiguous in its
+// collation, so the models are read page by page and filtered; after
+// maxListScan models the page ends early, possibly short or empty, with a
+// cursor after the last model looked at.
+func (s *Server) listOwned(ctx context.Context, f refresh.Filter, prefix string) ([]refresh.Model, string, error) {
+	limit := f.Limit
+	f.Limit++ // one more tells whether a next page exists
+	var page []refresh.Model
+	for scanned := 0; ; {
+		models, err := s.svc.Store.List(ctx, f)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, m := range models {
+			if !strings.HasPrefix(m.ID, prefix) {
+				continue
+			}
+			if len(page) == limit {
+				return page, page[limit-1].ID, nil
+			}
+			page = append(page, m)
+		}
+		scanned += len(models)
+		if len(models) < f.Limit {
+			return page, "", nil
+		}
+		f.After = models[len(models)-1].ID
+		if scanned >= maxListScan {
+			return page, f.After, nil
+		}
+	}
 }
 
 // parseFilter reads the filter of GET /models from q, whose parameters are
@@ -219,10 +258,10 @@ func parseFilter(q url.Values) (refresh.Filter, error) {
 	return f, nil
 }
 
-// actResponse is the body of POST /models/{id}/{action}. Changed is false
+// ActResult is the body of POST /models/{id}/{action}. Changed is false
 // when the action changed nothing (enable on a model that is not disabled,
 // pause on a paused one...).
-type actResponse struct {
+type ActResult struct {
 	Model    ModelWithRuns `json:"model"`
 	Decision Decision      `json:"decision"`
 	Changed  bool          `json:"changed"`
@@ -246,7 +285,7 @@ func (s *Server) handleAct(w http.ResponseWriter, r *http.Request, action string
 		s.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, actResponse{
+	writeJSON(w, http.StatusOK, ActResult{
 		Model:    withNextRuns(m, s.svc.Clock.Now()),
 		Decision: Decision{Event: d.Event, Rule: d.Rule, Why: d.Why},
 		Changed:  !d.Unchanged,
@@ -272,8 +311,8 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// attemptsResponse is the body of GET /models/{id}/attempts.
-type attemptsResponse struct {
+// AttemptList is the body of GET /models/{id}/attempts.
+type AttemptList struct {
 	Attempts []Attempt `json:"attempts"`
 }
 
@@ -310,7 +349,7 @@ func (s *Server) handleAttempts(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	res := attemptsResponse{Attempts: make([]Attempt, 0, len(list))}
+	res := AttemptList{Attempts: make([]Attempt, 0, len(list))}
 	for _, a := range list {
 		res.Attempts = append(res.Attempts, newAttempt(a))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -25,6 +26,8 @@ type Server struct {
 	requests *prometheus.CounterVec
 	mux      *http.ServeMux
 	timeout  time.Duration
+	auth     *Auth
+	dead     DeadLetters
 }
 
 // DefaultRequestTimeout bounds the work of one request (see
@@ -68,6 +71,15 @@ func WithHealthCheck(name string, fn func(context.Context) error) Option {
 // header. The body's read is bounded by the http.Server's ReadTimeout.
 func WithRequestTimeout(d time.Duration) Option { return func(s *Server) { s.timeout = d } }
 
+// WithAuth makes every route but /healthz need a bearer token that a
+// knows, with the scope the route needs (see the package documentation);
+// without it, the API is open to every caller.
+func WithAuth(a *Auth) Option { return func(s *Server) { s.auth = a } }
+
+// WithDeadLetters serves the dead-letter list d under /dead; without it,
+// those routes do not exist.
+func WithDeadLetters(d DeadLetters) Option { return func(s *Server) { s.dead = d } }
+
 // NewServer returns the API handler over svc. It panics if two collectors
 // passed with WithCollectors clash, which is a programming error.
 func NewServer(svc *refresh.Service, opts ...Option) *Server {
@@ -90,17 +102,23 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
-	s.mux.Handle("GET /metrics", s.metricsHandler())
-	s.mux.HandleFunc("GET /models", s.handleList)
-	s.mux.HandleFunc("PUT /models/{id}", s.handlePut)
-	s.mux.HandleFunc("PATCH /models/{id}", s.handlePatch)
-	s.mux.HandleFunc("GET /models/{id}", s.handleGet)
-	s.mux.HandleFunc("DELETE /models/{id}", s.handleDelete)
-	s.mux.HandleFunc("GET /models/{id}/attempts", s.handleAttempts)
+	s.route("GET /metrics", ScopeRead, wholeOnly, s.metricsHandler().ServeHTTP)
+	s.route("GET /models", ScopeRead, anyID, s.handleList)
+	s.route("PUT /models/{id}", ScopeWrite, ownID, s.handlePut)
+	s.route("PATCH /models/{id}", ScopeWrite, ownID, s.handlePatch)
+	s.route("GET /models/{id}", ScopeRead, ownID, s.handleGet)
+	s.route("DELETE /models/{id}", ScopeAdmin, ownID, s.handleDelete)
+	s.route("GET /models/{id}/attempts", ScopeRead, ownID, s.handleAttempts)
 	for _, action := range []string{refresh.ActionTrigger, refresh.ActionEnable, refresh.ActionPause, refresh.ActionResume, refresh.ActionCancel} {
-		s.mux.HandleFunc("POST /models/{id}/"+action, func(w http.ResponseWriter, r *http.Request) {
+		s.route("POST /models/{id}/"+action, ScopeWrite, ownID, func(w http.ResponseWriter, r *http.Request) {
 			s.handleAct(w, r, action)
 		})
+	}
+	if s.dead != nil {
+		s.route("GET /dead", ScopeAdmin, wholeOnly, s.handleDeadList)
+		s.route("POST /dead/requeue", ScopeAdmin, wholeOnly, s.handleRequeue)
+		s.route("POST /dead/drop", ScopeAdmin, wholeOnly, s.handleDrop)
+		s.route("DELETE /dead/{id}", ScopeAdmin, wholeOnly, s.handleDropOne)
 	}
 	return s
 }
@@ -113,9 +131,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	h, pattern := s.mux.Handler(r)
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-	if pattern != "" {
+	switch {
+	case pattern != "":
 		s.mux.ServeHTTP(sw, r)
-	} else {
+	case s.auth != nil && !s.authenticated(sw, r):
+		pattern = "unmatched" // an unknown caller learns nothing of the routes
+	default:
 		// Ask the mux what it would answer (404 or 405, with Allow), and
 		// answer the same in JSON.
 		rec := &recorder{header: http.Header{}, code: http.StatusOK}
@@ -131,6 +152,42 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pattern = "unmatched"
 	}
 	s.requests.WithLabelValues(pattern, strconv.Itoa(sw.code)).Inc()
+}
+
+// What a route asks of a token's id prefix.
+const (
+	anyID     = iota // nothing: the handler filters by Principal.Owns
+	ownID            // the model of the path is within the prefix
+	wholeOnly        // the token has no prefix: the route shows more than models
+)
+
+// route registers h on pattern. With an Auth, a caller needs scope, and
+// the id prefix of its token must allow what ids says.
+func (s *Server) route(pattern string, scope Scope, ids int, h http.HandlerFunc) {
+	if s.auth == nil {
+		s.mux.HandleFunc(pattern, h)
+		return
+	}
+	s.mux.Handle(pattern, s.auth.Require(scope, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		switch {
+		case p.Prefix == "" || ids == anyID:
+		case ids == ownID && !p.Owns(r.PathValue("id")):
+			s.auth.forbid(w, r, p, fmt.Sprintf("token %q is limited to the models whose id starts with %q", p.Name, p.Prefix), "")
+			return
+		case ids == wholeOnly:
+			s.auth.forbid(w, r, p, fmt.Sprintf("token %q is limited to the models whose id starts with %q; %s %s needs a token without a prefix", p.Name, p.Prefix, r.Method, r.URL.Path), "")
+			return
+		}
+		h(w, r)
+	})))
+}
+
+// authenticated reports whether r carries a known token, and answers 401
+// when it does not.
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) bool {
+	_, ok := s.auth.check(w, r)
+	return ok
 }
 
 // recorder keeps the header and status code of a response and drops its

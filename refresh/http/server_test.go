@@ -39,6 +39,8 @@ type bundle struct {
 	consumer  *refresh.Consumer
 	handler   http.Handler
 	logs      *bytes.Buffer
+	server    *httptest.Server // started by client
+	authLogs  *bytes.Buffer    // see setupAuth
 }
 
 func setup(t *testing.T, opts ...refreshhttp.Option) *bundle {

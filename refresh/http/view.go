@@ -20,6 +20,20 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Time(t).UTC().Truncate(time.Second).Format(time.RFC3339))
 }
 
+// UnmarshalJSON reads an RFC 3339 time, or null as the zero time.
+func (t *Time) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*t = Time{}
+		return nil
+	}
+	var v time.Time
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*t = Time(v)
+	return nil
+}
+
 // nullString is a string in JSON, null when empty.
 type nullString string
 
@@ -28,6 +42,15 @@ func (s nullString) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return json.Marshal(string(s))
+}
+
+// UnmarshalJSON reads a string, or null as "".
+func (s *nullString) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*s = ""
+		return nil
+	}
+	return json.Unmarshal(data, (*string)(s))
 }
 
 // Model is the JSON of a model. Unset times and the uid of an idle model
