@@ -31,6 +31,9 @@ func commands() []command {
 		{"demo", "run the scheduler on an embedded in-memory store and Redis with a demo worker", runDemo},
 		{"bench", "measure starts/s, outcomes/s, lateness and memory on real PostgreSQL and Redis", runBench},
 		{"schedule", "print the next occurrences of a schedule", runSchedule},
+		{"models", "list, show, change and act on models through the HTTP API", runModels},
+		{"dead", "list, requeue and drop dead letters through the HTTP API", runDead},
+		{"token", "make a bearer token for the API, or hash one", runToken},
 	}
 }
 

@@ -98,6 +98,11 @@ type ServeConfig struct {
 	// ConsumerLease is how long this instance may go unseen before another
 	// takes back the outcomes it holds; it beats every ConsumerLease/5.
 	ConsumerLease time.Duration
+	// TokensFile and Tokens hold the API's bearer tokens (see auth.go);
+	// without any, Run refuses an Addr beyond loopback unless Insecure.
+	TokensFile string
+	Tokens     string
+	Insecure   bool
 }
 
 // HTTPConfig bounds what the HTTP server gives one client.
@@ -131,6 +136,7 @@ type Main struct {
 	server   *http.Server
 	listener net.Listener
 	router   *router
+	auth     *refreshhttp.Auth
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	failed   chan error
@@ -189,6 +195,12 @@ Freshen's promise that no outcome and no start is lost assumes PostgreSQL runs
 with synchronous_commit=on (its default): with it off, a commit that serve
 acknowledged (and whose job it pushed) can vanish in a server crash.
 
+With tokens (--tokens-file, --tokens; make them with freshen token new), every
+route but /healthz and /readyz needs "Authorization: Bearer <token>" of a token
+with the route's scope (read, write, admin) and, if the token has a prefix, a
+model id that starts with it. Without tokens, serve listens only on a loopback
+address unless --insecure is given.
+
 The --db-* settings apply to every database connection. The idle-in-transaction
 timeout ends the session, and releases the locks, of an instance stopped in the
 middle of a pass (SIGSTOP, a frozen VM); it is below the lock timeout so that an
@@ -213,6 +225,9 @@ func (m *Main) ParseFlags(args []string) error {
 	durationVar(fs, &c.ConsumerLease, "consumer-lease", c.ConsumerLease, "how long this instance may go unseen before another takes back the outcomes it holds")
 	limitFlags(fs, &c.Limits)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address")
+	fs.StringVar(&c.TokensFile, "tokens-file", c.TokensFile, `file of the API's bearer tokens: a JSON array of {"name", "hash", "scopes", "prefix"} (see freshen token new)`)
+	fs.StringVar(&c.Tokens, "tokens", c.Tokens, "the API's bearer tokens as the text of a tokens file")
+	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "serve the API without tokens on an address beyond loopback")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
 		"keep it stable across restarts (the default is the host name: two instances on one host need distinct ids)")
@@ -308,6 +323,11 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	s.ApplicationName = "freshen/" + c.InstanceID
 	m.Logger = newLogger(m.logOut, c.LogLevel, m.redact)
+	auth, err := loadAuth(c.TokensFile, c.Tokens, m.Logger)
+	if err != nil {
+		return err
+	}
+	m.auth = auth
 	return nil
 }
 
@@ -343,6 +363,10 @@ func (m *Main) Run(ctx context.Context) error {
 	listener, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	if err := checkExposure(listener.Addr(), c.Addr, m.auth, c.Insecure, log); err != nil {
+		_ = listener.Close()
+		return err
 	}
 	m.listener = newLimitListener(listener, c.HTTP.MaxConns)
 	m.server = &http.Server{
@@ -430,6 +454,8 @@ func (m *Main) Run(ctx context.Context) error {
 		refreshhttp.WithLogger(log),
 		refreshhttp.WithMetrics(metrics),
 		refreshhttp.WithCollectors(m.queue.Collectors()...),
+		refreshhttp.WithAuth(m.auth),
+		refreshhttp.WithDeadLetters(m.queue),
 	)
 
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

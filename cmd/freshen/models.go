@@ -1,0 +1,593 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/freshen-dev/freshen/refresh"
+	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
+)
+
+// defaultServer is the API a client command talks to without --server or
+// FRESHEN_SERVER.
+const defaultServer = "http://localhost:8080"
+
+// clientTimeout bounds one request of a client command.
+const clientTimeout = time.Minute
+
+const modelsUsage = `usage: freshen models <command> [flags] [args]
+
+commands:
+  list                          list models (--disabled, --failing, --running, --paused, --queue, --all)
+  show ID                       a model: state, disabled reason, next runs in its zone and UTC
+  put ID [-f FILE]              create or replace a model from a JSON body (stdin without -f)
+  patch ID [-f FILE]            change a model with a JSON merge patch (stdin without -f)
+  trigger|enable|pause|resume|cancel ID...
+                                act on models
+  delete ID...                  remove models and their history
+  history ID [--limit N]        a model's attempts, newest first
+
+Every command takes --server (env FRESHEN_SERVER, default http://localhost:8080),
+--token (env FRESHEN_TOKEN; prefer the variable: an argument shows in the process
+list) and --json (print the API's JSON instead of a table).
+`
+
+// runModels is `freshen models <command>`: a client of the HTTP API.
+func runModels(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, modelsUsage)
+		return 2
+	}
+	verb, args := args[0], args[1:]
+	c := &clientCmd{name: "freshen models " + verb, stdin: stdin, stdout: stdout, stderr: stderr}
+	switch verb {
+	case "-h", "--help", "-help", "help":
+		fmt.Fprint(stderr, modelsUsage)
+		return 0
+	case "list":
+		return c.modelsList(ctx, args)
+	case "show":
+		return c.modelsShow(ctx, args)
+	case "put", "patch":
+		return c.modelsWrite(ctx, verb, args)
+	case refresh.ActionTrigger, refresh.ActionEnable, refresh.ActionPause, refresh.ActionResume, refresh.ActionCancel:
+		return c.modelsAct(ctx, verb, args)
+	case "delete":
+		return c.modelsDelete(ctx, args)
+	case "history":
+		return c.modelsHistory(ctx, args)
+	}
+	fmt.Fprintf(stderr, "freshen models: unknown command %q\n", verb)
+	fmt.Fprint(stderr, modelsUsage)
+	return 2
+}
+
+// clientCmd is one run of a client command: its flags common to all, its
+// output, and the client it makes.
+type clientCmd struct {
+	name           string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	server, token  string
+	json           bool
+	fs             *flag.FlagSet
+	client         *refreshhttp.Client
+}
+
+// flags returns the flag set of the command, with the common flags.
+func (c *clientCmd) flags(args, summary string) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.StringVar(&c.server, "server", "", "URL of the API (env FRESHEN_SERVER, default "+defaultServer+")")
+	fs.StringVar(&c.token, "token", "", "bearer token (env FRESHEN_TOKEN, which is safer: an argument shows in the process list)")
+	fs.BoolVar(&c.json, "json", false, "print the API's JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "usage: %s [flags] %s\n\n%s\n\n", c.name, args, summary)
+		fs.PrintDefaults()
+	}
+	c.fs = fs
+	return fs
+}
+
+// parse parses args, flags and arguments in any order, checks that there
+// are between minArgs and maxArgs arguments (maxArgs < 0: any number), and
+// makes the client. It returns the arguments, or the exit status to
+// return (0 for -h).
+func (c *clientCmd) parse(args []string, minArgs, maxArgs int) ([]string, int, bool) {
+	var rest []string
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0, false
+			}
+			return nil, 2, false
+		}
+		if c.fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, c.fs.Arg(0))
+		args = c.fs.Args()[1:]
+	}
+	switch {
+	case len(rest) < minArgs:
+		c.fs.Usage()
+		return nil, 2, false
+	case maxArgs >= 0 && len(rest) > maxArgs:
+		fmt.Fprintf(c.stderr, "%s: unexpected argument %q\n", c.name, rest[maxArgs])
+		return nil, 2, false
+	}
+	if c.server == "" {
+		c.server = os.Getenv("FRESHEN_SERVER")
+	}
+	if c.server == "" {
+		c.server = defaultServer
+	}
+	if c.token == "" {
+		c.token = os.Getenv("FRESHEN_TOKEN")
+	}
+	client, err := refreshhttp.NewClient(c.server, c.token, &http.Client{Timeout: clientTimeout})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: --%s\n", c.name, err)
+		return nil, 2, false
+	}
+	c.client = client
+	return rest, 0, true
+}
+
+// fail prints err and returns the exit status 1, with a hint for a
+// refused token.
+func (c *clientCmd) fail(err error) int {
+	fmt.Fprintf(c.stderr, "%s: %v\n", c.name, err)
+	var api *refreshhttp.APIError
+	if errors.As(err, &api) {
+		switch api.StatusCode {
+		case http.StatusUnauthorized:
+			if c.token == "" {
+				fmt.Fprintln(c.stderr, "(the server needs a token: set FRESHEN_TOKEN or --token)")
+			} else {
+				fmt.Fprintln(c.stderr, "(the server does not know this token: check FRESHEN_TOKEN or --token)")
+			}
+		case http.StatusForbidden:
+			fmt.Fprintln(c.stderr, "(the token is known, but may not do this)")
+		}
+	}
+	return 1
+}
+
+// printJSON prints v as indented JSON.
+func (c *clientCmd) printJSON(v any) {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// boolFlag is a flag that is unset, true (--name or --name=true) or false
+// (--name=false).
+type boolFlag struct{ p **bool }
+
+func (f boolFlag) IsBoolFlag() bool { return true }
+
+func (f boolFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("must be true or false")
+	}
+	*f.p = &v
+	return nil
+}
+
+func (f boolFlag) String() string {
+	if f.p == nil || *f.p == nil {
+		return ""
+	}
+	return strconv.FormatBool(**f.p)
+}
+
+func (c *clientCmd) modelsList(ctx context.Context, args []string) int {
+	var o refreshhttp.ListOptions
+	fs := c.flags("", "Lists models in id order, one page (--limit) or all of them (--all).")
+	for _, f := range []struct {
+		name string
+		p    **bool
+		what string
+	}{{"disabled", &o.Disabled, "disabled"}, {"failing", &o.Failing, "failing (a failure since the last success)"},
+		{"running", &o.Running, "running an attempt"}, {"paused", &o.Paused, "paused"}} {
+		fs.Var(boolFlag{f.p}, f.name, "only models "+f.what+"; =false: only the others")
+	}
+	fs.StringVar(&o.Queue, "queue", "", "only models of this queue")
+	fs.StringVar(&o.After, "after", "", "start after this id (the next of a previous page)")
+	fs.IntVar(&o.Limit, "limit", 0, "models per page (1 to 1000; default the server's, 100)")
+	all := fs.Bool("all", false, "follow the pages to the end")
+	if _, code, ok := c.parse(args, 0, 0); !ok {
+		return code
+	}
+	var list refreshhttp.ModelList
+	for {
+		page, err := c.client.List(ctx, o)
+		if err != nil {
+			return c.fail(err)
+		}
+		list.Models = append(list.Models, page.Models...)
+		list.Next = page.Next
+		if !*all || page.Next == "" {
+			break
+		}
+		o.After = page.Next
+	}
+	if list.Models == nil {
+		list.Models = []refreshhttp.Model{}
+	}
+	if c.json {
+		c.printJSON(list)
+		return 0
+	}
+	tw := newTable(c.stdout)
+	tw.row("ID", "QUEUE", "STATE", "NEXT RUN", "FAILURES", "LAST SUCCESS")
+	for _, m := range list.Models {
+		loc := zoneOf(m)
+		next := m.RefreshAt
+		if m.Disabled {
+			next = refreshhttp.Time{}
+		}
+		tw.row(m.ID, m.Queue, modelState(m), formatTime(next, loc), strconv.Itoa(m.ConsecutiveFailures), formatTime(m.LastSuccessAt, loc))
+	}
+	tw.flush()
+	if list.Next != "" {
+		fmt.Fprintf(c.stdout, "more: --after %s (or --all)\n", list.Next)
+	}
+	return 0
+}
+
+func (c *clientCmd) modelsShow(ctx context.Context, args []string) int {
+	c.flags("ID", "Shows a model: its state, the reason it was disabled, and its next runs in its zone and in UTC.")
+	rest, code, ok := c.parse(args, 1, 1)
+	if !ok {
+		return code
+	}
+	m, err := c.client.Get(ctx, rest[0])
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		c.printJSON(m)
+		return 0
+	}
+	printModel(c.stdout, m)
+	return 0
+}
+
+func (c *clientCmd) modelsWrite(ctx context.Context, verb string, args []string) int {
+	summary := "Creates or replaces a whole model from a JSON body such as\n" +
+		`{"queue": "tables", "payload": {...}, "policy": {"schedule": "FREQ=DAILY;BYHOUR=6", "timezone": "Europe/Paris"}}` +
+		"\nread from -f FILE, or from stdin."
+	if verb == "patch" {
+		summary = "Changes part of a model with a JSON merge patch such as {\"policy\": {\"timeout\": \"30m\"}},\nread from -f FILE, or from stdin."
+	}
+	fs := c.flags("ID", summary)
+	file := fs.String("f", "", "file of the JSON body; - or none reads stdin")
+	rest, code, ok := c.parse(args, 1, 1)
+	if !ok {
+		return code
+	}
+	var body []byte
+	var err error
+	if *file == "" || *file == "-" {
+		body, err = io.ReadAll(c.stdin)
+	} else {
+		body, err = os.ReadFile(*file)
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: read body: %v\n", c.name, err)
+		return 2
+	}
+	var m refreshhttp.ModelWithRuns
+	what := "patched"
+	if verb == "put" {
+		var created bool
+		m, created, err = c.client.Put(ctx, rest[0], body)
+		what = "replaced"
+		if created {
+			what = "created"
+		}
+	} else {
+		m, err = c.client.Patch(ctx, rest[0], body)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		c.printJSON(m)
+		return 0
+	}
+	fmt.Fprintf(c.stdout, "%s %s\n\n", what, m.ID)
+	printModel(c.stdout, m)
+	return 0
+}
+
+func (c *clientCmd) modelsAct(ctx context.Context, action string, args []string) int {
+	c.flags("ID...", "Applies "+action+" to each model (DESIGN.md section 3); an action that changes nothing says so.")
+	ids, code, ok := c.parse(args, 1, -1)
+	if !ok {
+		return code
+	}
+	var results []refreshhttp.ActResult
+	failed := false
+	for _, id := range ids {
+		res, err := c.client.Act(ctx, id, action)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(c.stderr, "%s: %s: %v\n", c.name, id, err)
+			continue
+		}
+		results = append(results, res)
+	}
+	if c.json {
+		if results == nil {
+			results = []refreshhttp.ActResult{}
+		}
+		c.printJSON(results)
+	} else if len(results) > 0 {
+		tw := newTable(c.stdout)
+		tw.row("ID", "CHANGED", "STATE", "NEXT RUN", "WHY")
+		for _, r := range results {
+			changed := "yes"
+			if !r.Changed {
+				changed = "no"
+			}
+			next := refreshhttp.Time{}
+			if len(r.Model.NextRuns) > 0 {
+				next = r.Model.NextRuns[0]
+			}
+			tw.row(r.Model.ID, changed, modelState(r.Model.Model), formatTime(next, zoneOf(r.Model.Model)), r.Decision.Why)
+		}
+		tw.flush()
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func (c *clientCmd) modelsDelete(ctx context.Context, args []string) int {
+	c.flags("ID...", "Removes each model and its history.")
+	ids, code, ok := c.parse(args, 1, -1)
+	if !ok {
+		return code
+	}
+	status := 0
+	for _, id := range ids {
+		if err := c.client.Delete(ctx, id); err != nil {
+			fmt.Fprintf(c.stderr, "%s: %s: %v\n", c.name, id, err)
+			status = 1
+			continue
+		}
+		if !c.json {
+			fmt.Fprintf(c.stdout, "deleted %s\n", id)
+		}
+	}
+	return status
+}
+
+func (c *clientCmd) modelsHistory(ctx context.Context, args []string) int {
+	fs := c.flags("ID", "Shows a model's attempts, newest first: number, start (in the model's zone), duration,\noutcome, error, the decision of a failure and what it planned.")
+	limit := fs.Int("limit", 20, "attempts to show (1 to 1000)")
+	rest, code, ok := c.parse(args, 1, 1)
+	if !ok {
+		return code
+	}
+	m, err := c.client.Get(ctx, rest[0])
+	if err != nil {
+		return c.fail(err)
+	}
+	list, err := c.client.Attempts(ctx, rest[0], *limit)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		c.printJSON(list)
+		return 0
+	}
+	loc := zoneOf(m.Model)
+	tw := newTable(c.stdout)
+	tw.row("NO", "STARTED", "DURATION", "OUTCOME", "KIND", "MESSAGE", "DECISION", "NEXT")
+	for _, a := range list.Attempts {
+		duration, outcome := "-", string(a.Outcome)
+		if outcome == "" {
+			outcome = "running"
+		}
+		if started, finished := time.Time(a.StartedAt), time.Time(a.FinishedAt); !finished.IsZero() {
+			duration = finished.Sub(started).String()
+		}
+		tw.row(strconv.Itoa(a.AttemptNo), formatTime(a.StartedAt, loc), duration, outcome, dash(a.ErrorKind),
+			dash(cut(a.ErrorMessage, 60)), dash(a.Decision), nextPlan(a, m.Policy.Schedule != ""))
+	}
+	tw.flush()
+	return 0
+}
+
+// nextPlan says what an attempt's end planned.
+func nextPlan(a refreshhttp.Attempt, scheduled bool) string {
+	switch a.Decision {
+	case refresh.DecisionRetry:
+		if a.Delay != nil {
+			return "retry after " + time.Duration(*a.Delay).String()
+		}
+		return "retry"
+	case refresh.DecisionRetryAligned:
+		return "retry at the next scheduled run"
+	case refresh.DecisionWaitNext:
+		return "new round at the next scheduled run"
+	case refresh.DecisionDisable:
+		return "disabled"
+	}
+	if a.Outcome == refresh.OutcomeSuccess && scheduled {
+		return "next scheduled run"
+	}
+	return "-"
+}
+
+// printModel prints a model for a person: one field a line, times in the
+// model's zone with UTC beside them.
+func printModel(w io.Writer, m refreshhttp.ModelWithRuns) {
+	loc := zoneOf(m.Model)
+	both := func(t refreshhttp.Time) string {
+		if time.Time(t).IsZero() {
+			return "-"
+		}
+		if loc == time.UTC {
+			return formatTime(t, time.UTC)
+		}
+		return formatTime(t, loc) + " (" + formatTime(t, time.UTC) + ")"
+	}
+	tw := newTable(w)
+	tw.row("id", m.ID)
+	tw.row("queue", m.Queue)
+	tw.row("state", modelState(m.Model))
+	if m.Disabled {
+		tw.row("disabled at", both(m.DisabledAt))
+		tw.row("disabled reason", string(m.DisabledReason))
+	}
+	if m.StatusMessage != "" {
+		tw.row("status", string(m.StatusMessage))
+	}
+	if m.Running {
+		tw.row("attempt", fmt.Sprintf("%d, started %s, deadline %s", m.AttemptNo, both(m.StartedAt), both(m.DeadlineAt)))
+	} else if m.AttemptNo > 0 {
+		tw.row("attempt", fmt.Sprintf("%d of the round so far", m.AttemptNo))
+	}
+	if m.ConsecutiveFailures > 0 {
+		tw.row("failures", fmt.Sprintf("%d since %s", m.ConsecutiveFailures, both(m.FailingSince)))
+	} else {
+		tw.row("failures", "0")
+	}
+	tw.row("last success", both(m.LastSuccessAt))
+	if e := m.LastError; e != nil {
+		tw.row("last error", fmt.Sprintf("%s: %s (%s)", e.Kind, e.Message, both(e.At)))
+	}
+	schedule := m.Policy.Schedule
+	if schedule == "" {
+		schedule = "none (on demand)"
+	}
+	for i, line := range strings.Split(schedule, "\n") {
+		key := ""
+		if i == 0 {
+			key = "schedule"
+		}
+		tw.row(key, line)
+	}
+	tw.row("timezone", loc.String())
+	tw.row("timeout", time.Duration(m.Policy.Timeout).String())
+	tw.row("created", both(m.CreatedAt))
+	payload := "null"
+	if len(m.Payload) > 0 {
+		payload = string(m.Payload)
+	}
+	tw.row("payload", cut(payload, 200))
+	tw.flush()
+
+	fmt.Fprintln(w)
+	if len(m.NextRuns) == 0 {
+		fmt.Fprintln(w, "next runs: none")
+		return
+	}
+	tw = newTable(w)
+	if loc == time.UTC {
+		tw.row("NEXT RUNS (UTC)")
+	} else {
+		tw.row("NEXT RUNS ("+loc.String()+")", "UTC")
+	}
+	for _, t := range m.NextRuns {
+		if loc == time.UTC {
+			tw.row(formatTime(t, time.UTC))
+		} else {
+			tw.row(formatTime(t, loc), formatTime(t, time.UTC))
+		}
+	}
+	tw.flush()
+}
+
+// modelState names where a model stands, by precedence.
+func modelState(m refreshhttp.Model) string {
+	switch {
+	case m.Disabled:
+		return "disabled"
+	case m.Paused && m.Running:
+		return "paused, running"
+	case m.Paused:
+		return "paused"
+	case m.Running:
+		return fmt.Sprintf("running (attempt %d)", m.AttemptNo)
+	case m.ConsecutiveFailures > 0 && !time.Time(m.RefreshAt).IsZero():
+		return fmt.Sprintf("retrying (%d failed)", m.ConsecutiveFailures)
+	case !time.Time(m.RefreshAt).IsZero():
+		return "scheduled"
+	}
+	return "idle"
+}
+
+// zoneOf returns the zone of a model's policy, UTC if it names none (or
+// one this binary does not know).
+func zoneOf(m refreshhttp.Model) *time.Location {
+	if m.Policy.Timezone == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(m.Policy.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// formatTime writes t in loc with the zone's abbreviation, "-" if zero.
+func formatTime(t refreshhttp.Time, loc *time.Location) string {
+	if time.Time(t).IsZero() {
+		return "-"
+	}
+	if loc == time.UTC {
+		return time.Time(t).UTC().Format("2006-01-02 15:04:05Z")
+	}
+	return time.Time(t).In(loc).Format("2006-01-02 15:04:05 MST")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cut shortens s to n characters for a table, on one line.
+func cut(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// table writes aligned columns.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer) *table { return &table{tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)} }
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = strings.ReplaceAll(strings.ReplaceAll(c, "\t", " "), "\n", " ")
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() { _ = t.tw.Flush() }
