@@ -133,9 +133,9 @@ func checkExposure(addr net.Addr, flag string, auth *refreshhttp.Auth, insecure 
 		return nil
 	}
 	if !insecure {
-		return fmt.Errorf("--addr %s listens on %s, which other hosts can reach, and no tokens are set: "+
+		return fmt.Errorf("--addr %s: other hosts can reach it (it is no loopback address) and no tokens are set: "+
 			"give --tokens-file or --tokens (make them with freshen token new), listen on a loopback address "+
-			"such as 127.0.0.1:8080, or pass --insecure to serve the API to anyone who reaches it", flag, addr)
+			"such as 127.0.0.1:8080, or pass --insecure to serve the API to anyone who reaches it", flag)
 	}
 	log.Error("INSECURE: no tokens, and the API listens beyond this host: anyone who reaches it can read, change and delete every model",
 		"addr", addr.String())

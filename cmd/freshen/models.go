@@ -238,7 +238,7 @@ func (c *clientCmd) modelsList(ctx context.Context, args []string) int {
 	for _, m := range list.Models {
 		loc := zoneOf(m)
 		next := m.RefreshAt
-		if m.Disabled {
+		if m.Disabled || m.Running { // a running model's refresh_at is its deadline
 			next = refreshhttp.Time{}
 		}
 		tw.row(m.ID, m.Queue, modelState(m), formatTime(next, loc), strconv.Itoa(m.ConsecutiveFailures), formatTime(m.LastSuccessAt, loc))
@@ -518,7 +518,9 @@ func printModel(w io.Writer, m refreshhttp.ModelWithRuns) {
 	tw.flush()
 }
 
-// modelState names where a model stands, by precedence.
+// modelState names where a model stands, by precedence: disabled,
+// paused, running, retrying, due (its next run has come), scheduled, idle
+// (nothing planned).
 func modelState(m refreshhttp.Model) string {
 	switch {
 	case m.Disabled:
@@ -531,6 +533,8 @@ func modelState(m refreshhttp.Model) string {
 		return fmt.Sprintf("running (attempt %d)", m.AttemptNo)
 	case m.ConsecutiveFailures > 0 && !time.Time(m.RefreshAt).IsZero():
 		return fmt.Sprintf("retrying (%d failed)", m.ConsecutiveFailures)
+	case !time.Time(m.RefreshAt).IsZero() && !time.Time(m.RefreshAt).After(time.Now()):
+		return "due"
 	case !time.Time(m.RefreshAt).IsZero():
 		return "scheduled"
 	}
