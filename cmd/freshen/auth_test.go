@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -163,4 +164,29 @@ func TestTokenCommand(t *testing.T) {
 		require.Empty(t, out)
 		require.Contains(t, errOut, tt.error, tt.args)
 	}
+}
+
+// TestServeTokenFlags reads serve's tokens from the environment and
+// refuses a token list that breaks a rule before anything starts.
+func TestServeTokenFlags(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://plain/db")
+	t.Setenv("REDIS_URL", "redis://plain:6379/0")
+	m := NewMain(io.Discard)
+	require.NoError(t, m.ParseFlags(nil))
+	require.Nil(t, m.auth)
+	require.False(t, m.Config.Insecure)
+
+	t.Setenv("FRESHEN_TOKENS", "["+tokenEntry("ops", "admin", "")+"]")
+	t.Setenv("FRESHEN_INSECURE", "true")
+	m = NewMain(io.Discard)
+	require.NoError(t, m.ParseFlags(nil))
+	require.NotNil(t, m.auth)
+	require.True(t, m.Config.Insecure)
+
+	err := NewMain(io.Discard).ParseFlags([]string{"--tokens", `[{"name": "ops"}]`})
+	require.EqualError(t, err, "--tokens: tokens[0].hash: must be sha256: followed by 64 hex digits, the hash of the token "+
+		"(freshen token hash prints it); tokens[0].scopes: must list read, write or admin")
+	err = NewMain(io.Discard).ParseFlags([]string{"--tokens-file", filepath.Join(t.TempDir(), "none.json")})
+	require.ErrorContains(t, err, "--tokens-file ")
+	require.ErrorContains(t, err, "no such file or directory")
 }

@@ -3,6 +3,7 @@ package http_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -284,4 +285,16 @@ func (b *bundle) client(t *testing.T, token string) *refreshhttp.Client {
 	c, err := refreshhttp.NewClient(b.server.URL, token, b.server.Client())
 	require.NoError(t, err)
 	return c
+}
+
+// TestErrorLogNamesToken: a failed request is logged with the name of the
+// token that sent it.
+func TestErrorLogNamesToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv := b.handler.(*refreshhttp.Server)
+	req := httptest.NewRequest("GET", "/models/x", nil)
+	req = req.WithContext(refreshhttp.ContextWithPrincipal(req.Context(), refreshhttp.Principal{Name: "ci"}))
+	srv.Error(httptest.NewRecorder(), req, errors.New("disk on fire"))
+	require.Contains(t, b.logs.String(), `msg="request failed" method=GET path=/models/x err="disk on fire" token=ci`)
 }

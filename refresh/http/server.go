@@ -268,7 +268,11 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", retryAfter)
 	default:
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "err", err}
+		if p, ok := PrincipalFrom(r.Context()); ok {
+			attrs = append(attrs, "token", p.Name)
+		}
+		s.log.Error("request failed", attrs...)
 		body = errorBody{Error: "internal error"}
 	}
 	writeJSON(w, code, body)
