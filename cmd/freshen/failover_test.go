@@ -23,13 +23,16 @@ import (
 // TestE2ERedisFailover runs freshen serve and a Go worker through Redis
 // Sentinel (a primary, a replica, one Sentinel) while a few hundred models
 // refresh every two seconds (timing out after three), and kills the
-// primary with SIGKILL under that load. The Sentinel promotes the replica and the whole system follows it:
-// every model then succeeds in an attempt started after the promotion; the
-// only loss is what asynchronous replication had not carried (jobs or
-// outcomes written to the primary alone), and it shows as attempts that
-// time out and are retried by policy; no model stays running past its
-// deadline plus a margin once the new primary serves; serve never exits and
-// /readyz answers 200 again.
+// primary with SIGKILL under that load. Just before, replication is cut
+// after a barrier the replica acknowledged, and the worker is held until
+// jobs wait on the primary, so that the primary dies with writes the
+// replica never received. The Sentinel promotes the replica and the whole
+// system follows it: every model then succeeds in an attempt started after
+// the promotion; the only loss is what the replica had not received (jobs
+// and outcomes of attempts running since the barrier), and it shows as
+// attempts that time out and are retried by policy; no model stays running
+// past its deadline plus a margin once the new primary serves; serve never
+// exits and /readyz answers 200 again.
 func TestE2ERedisFailover(t *testing.T) {
 	t.Parallel()
 	const (
@@ -73,15 +76,35 @@ sentinel failover-timeout %s 5000
 		SentinelMaster: master, SentinelAddrs: []string{sentinel.addr()}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
+	// Its handlers succeed at once, unless held: then they wait for the
+	// release.
 	var mu sync.Mutex
 	handled := 0
+	released := make(chan struct{})
+	close(released)
+	hold := func() {
+		mu.Lock()
+		released = make(chan struct{})
+		mu.Unlock()
+	}
+	release := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case <-released:
+		default:
+			close(released)
+		}
+	}
 	worker, err := queue.NewWorker(client, queue.WorkerOptions{
 		Prefix: e.prefix, Queue: "fo", Concurrency: 16, Block: 200 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	}, func(context.Context, queue.Job) error {
 		mu.Lock()
 		handled++
+		wait := released
 		mu.Unlock()
+		<-wait
 		return nil
 	})
 	require.NoError(t, err)
@@ -89,20 +112,26 @@ sentinel failover-timeout %s 5000
 	workDone := make(chan error, 1)
 	go func() { workDone <- worker.Run(workCtx) }()
 	t.Cleanup(func() {
+		release()
 		stopWork()
 		<-workDone
 	})
 
-	// n models due every 2s, timing out after 3s and retried at once.
-	policy, err := refresh.ParsePolicy([]byte(`{"schedule": "FREQ=SECONDLY;INTERVAL=2", "timeout": "3s",
-		"retry": {"backoff": {"strategy": "immediate", "max_retries": 5}, "align": false}}`), refresh.Limits{MinInterval: time.Second})
-	require.NoError(t, err)
-	stored, err := json.Marshal(policy)
-	require.NoError(t, err)
-	_, err = e.db.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-		SELECT 'm-' || lpad(i::text, 3, '0'), 'fo', '{}', $1::jsonb, now(), now()
-		FROM generate_series(1, $2::int) AS i`, string(stored), n)
-	require.NoError(t, err)
+	// n models due every 2s, half of them on even seconds and half on odd
+	// ones, timing out after 3s and retried at once.
+	day := time.Now().UTC().Format("20060102")
+	for k := range 2 {
+		policy, err := refresh.ParsePolicy([]byte(fmt.Sprintf(`{"schedule": "DTSTART:%sT00000%dZ\nRRULE:FREQ=SECONDLY;INTERVAL=2",
+			"timeout": "3s", "retry": {"backoff": {"strategy": "immediate", "max_retries": 5}, "align": false}}`, day, k)),
+			refresh.Limits{MinInterval: time.Second})
+		require.NoError(t, err)
+		stored, err := json.Marshal(policy)
+		require.NoError(t, err)
+		_, err = e.db.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
+			SELECT 'm-' || lpad(i::text, 3, '0'), 'fo', '{}', $1::jsonb, now(), now()
+			FROM generate_series($2::int, $3::int, 2) AS i`, string(stored), k, n-1)
+		require.NoError(t, err)
+	}
 	succeededSince := func(t0 time.Time) int {
 		return e.count(`SELECT count(DISTINCT model_id) FROM attempts WHERE outcome = 'success' AND started_at > $1`, t0)
 	}
@@ -127,7 +156,33 @@ sentinel failover-timeout %s 5000
 	before := e.count(`SELECT count(*) FROM attempts WHERE outcome IS NOT NULL`)
 	t.Logf("load: %d attempts finished in %s", before, time.Since(loadedAt).Round(time.Millisecond))
 
-	// Under load, the primary dies.
+	// Replication stops at a known point: everything written before the
+	// barrier is on the replica (WAIT), then the primary drops the link and
+	// the replica cannot come back (it authenticates as a user the primary
+	// does not know). Writes from then on live on the primary alone.
+	require.NoError(t, primaryC.Set(ctx, e.prefix+":barrier", "1", 0).Err())
+	acked, err := primaryC.Wait(ctx, 1, 5*time.Second).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, acked, "replicas that acknowledged the barrier")
+	barrierAt := time.Now()
+	replicaC := replica.client()
+	require.NoError(t, replicaC.ConfigSet(ctx, "masteruser", "nobody").Err())
+	require.NoError(t, replicaC.ConfigSet(ctx, "masterauth", "wrong").Err())
+	require.NoError(t, primaryC.ClientKillByFilter(ctx, "TYPE", "replica").Err())
+	waitFor(t, 5*time.Second, "the replication link to be down", func() bool {
+		info, err := replicaC.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:down")
+	})
+
+	// Under load, with jobs waiting that only the primary has (the worker
+	// is held for a moment), the primary dies.
+	hold()
+	waiting := int64(0)
+	waitFor(t, 10*time.Second, "jobs waiting on the primary", func() bool {
+		waiting, err = primaryC.LLen(ctx, e.key("jobs:fo")).Result()
+		require.NoError(t, err)
+		return waiting >= n/10
+	})
 	primary.kill()
 	killedAt := time.Now()
 	waitFor(t, 20*time.Second, "the replica's promotion", func() bool {
@@ -135,6 +190,7 @@ sentinel failover-timeout %s 5000
 		return err == nil && addr[1] == strconv.Itoa(replica.port)
 	})
 	promotedAt := time.Now()
+	release()
 
 	// Work resumes on the new primary.
 	waitFor(t, 30*time.Second, "every model to succeed in an attempt started after the promotion", func() bool {
@@ -146,13 +202,15 @@ sentinel failover-timeout %s 5000
 	waitFor(t, 10*time.Second, "/readyz to answer 200", p.ready)
 	require.True(t, p.running())
 
-	// The loss: attempts that timed out, each of which was running when
-	// the primary died or started before the promotion (its job or outcome
-	// was lost with the primary), and each retried by policy.
+	// The loss: attempts that timed out, at least those whose job waited
+	// on the primary, each of which was running after the barrier and
+	// started before the promotion (its job or outcome was on the primary
+	// alone), and each retried by policy.
 	timedOut := e.count(`SELECT count(*) FROM attempts WHERE outcome = 'timeout'`)
+	require.GreaterOrEqual(t, timedOut, int(waiting), "attempts lost with the primary time out")
 	require.Zero(t, e.count(`SELECT count(*) FROM attempts WHERE outcome = 'timeout'
-		AND (deadline_at <= $1 OR started_at >= $2)`, killedAt, promotedAt),
-		"attempts timed out that ended before the primary died or started after the promotion")
+		AND (deadline_at <= $1 OR started_at >= $2)`, barrierAt, promotedAt),
+		"attempts timed out that ended before the barrier or started after the promotion")
 	require.Zero(t, e.count(`SELECT count(*) FROM attempts WHERE outcome = 'timeout' AND decision IS DISTINCT FROM 'retry'`),
 		"timeouts not retried at once")
 	require.Zero(t, e.count(`SELECT count(*) FROM attempts WHERE outcome NOT IN ('success', 'timeout')`),
@@ -162,9 +220,9 @@ sentinel failover-timeout %s 5000
 	mu.Lock()
 	total := handled
 	mu.Unlock()
-	t.Logf("primary killed %s after the load began; promoted after %s; every model succeeded again %s after the kill; "+
+	t.Logf("primary killed %s after the load began, %d jobs waiting on it alone; promoted after %s; every model succeeded again %s after the kill; "+
 		"%d attempts timed out (lost with the primary); latest an attempt ran past max(deadline, promotion): %s; %d jobs handled",
-		killedAt.Sub(loadedAt).Round(time.Millisecond), promotedAt.Sub(killedAt).Round(time.Millisecond),
+		killedAt.Sub(loadedAt).Round(time.Millisecond), waiting, promotedAt.Sub(killedAt).Round(time.Millisecond),
 		recovered.Sub(killedAt).Round(time.Millisecond), timedOut,
 		time.Duration(maxLate*float64(time.Second)).Round(time.Millisecond), total)
 	p.stop()
