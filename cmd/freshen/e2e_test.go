@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -679,8 +680,8 @@ func TestE2EBench(t *testing.T) {
 }
 
 // redisServer is a redis-server the test runs itself, on a free loopback
-// port in a directory of its own, so that it can kill it, stop it or start
-// it again on the same port.
+// port in a directory of its own, so that it can kill it and start it again
+// on the same port.
 type redisServer struct {
 	t    *testing.T
 	dir  string
@@ -691,10 +692,11 @@ type redisServer struct {
 	done chan struct{} // closed when the current process has exited
 }
 
-// startRedis starts redis-server (with --sentinel, a Sentinel) in
-// t.TempDir()/name with args after --port and --bind, and waits until it
-// answers PING. It is killed when the test ends, and its log printed if the
-// test failed. The test is skipped if redis-server is not installed.
+// startRedis starts redis-server with args (a configuration file first,
+// if any; with --sentinel, a Sentinel), --port and --bind, in
+// t.TempDir()/name, and waits until it answers PING. It is killed when the
+// test ends, and its log printed if the test failed. The test is skipped if
+// redis-server is not installed.
 func startRedis(t *testing.T, name string, args ...string) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
@@ -723,16 +725,9 @@ func (s *redisServer) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port)
 // start starts the process and waits until it answers PING.
 func (s *redisServer) start() {
 	s.t.Helper()
-	args := s.args
-	conf := ""
-	if len(args) > 0 && strings.HasSuffix(args[0], ".conf") {
-		conf, args = args[0], args[1:]
-	}
-	all := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1"}, args...)
-	if conf != "" {
-		all = append([]string{conf}, all...)
-	}
-	s.cmd = exec.Command("redis-server", all...)
+	// A configuration file, if any, comes first; options follow it.
+	args := append(slices.Clone(s.args), "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1")
+	s.cmd = exec.Command("redis-server", args...)
 	s.cmd.Dir = s.dir
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	require.NoError(s.t, s.cmd.Start())

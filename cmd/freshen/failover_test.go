@@ -78,8 +78,9 @@ sentinel failover-timeout %s 5000
 	t.Cleanup(func() { _ = client.Close() })
 	// Its handlers succeed at once, unless held: then they wait for the
 	// release.
+	const concurrency = 16
 	var mu sync.Mutex
-	handled := 0
+	handled, blocked := 0, 0
 	released := make(chan struct{})
 	close(released)
 	hold := func() {
@@ -97,14 +98,18 @@ sentinel failover-timeout %s 5000
 		}
 	}
 	worker, err := queue.NewWorker(client, queue.WorkerOptions{
-		Prefix: e.prefix, Queue: "fo", Concurrency: 16, Block: 200 * time.Millisecond,
+		Prefix: e.prefix, Queue: "fo", Concurrency: concurrency, Block: 200 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	}, func(context.Context, queue.Job) error {
 		mu.Lock()
 		handled++
 		wait := released
+		blocked++
 		mu.Unlock()
 		<-wait
+		mu.Lock()
+		blocked--
+		mu.Unlock()
 		return nil
 	})
 	require.NoError(t, err)
@@ -175,13 +180,35 @@ sentinel failover-timeout %s 5000
 	})
 
 	// Under load, with jobs waiting that only the primary has (the worker
-	// is held for a moment), the primary dies.
+	// is held: every handler blocks, so no job moves), the primary dies.
 	hold()
-	waiting := int64(0)
-	waitFor(t, 10*time.Second, "jobs waiting on the primary", func() bool {
-		waiting, err = primaryC.LLen(ctx, e.key("jobs:fo")).Result()
+	jobs := func(c *redis.Client) map[string]bool {
+		items, err := c.LRange(ctx, e.key("jobs:fo"), 0, -1).Result()
 		require.NoError(t, err)
-		return waiting >= n/10
+		uids := map[string]bool{}
+		for _, item := range items {
+			var job refresh.Job
+			require.NoError(t, json.Unmarshal([]byte(item), &job))
+			uids[job.AttemptUID] = true
+		}
+		return uids
+	}
+	var lost []string // attempts whose job only the primary has
+	waitFor(t, 10*time.Second, "jobs waiting on the primary alone", func() bool {
+		mu.Lock()
+		all := blocked == concurrency
+		mu.Unlock()
+		if !all {
+			return false
+		}
+		lost = lost[:0]
+		onReplica := jobs(replicaC)
+		for uid := range jobs(primaryC) {
+			if !onReplica[uid] {
+				lost = append(lost, uid)
+			}
+		}
+		return len(lost) >= n/10
 	})
 	primary.kill()
 	killedAt := time.Now()
@@ -202,12 +229,13 @@ sentinel failover-timeout %s 5000
 	waitFor(t, 10*time.Second, "/readyz to answer 200", p.ready)
 	require.True(t, p.running())
 
-	// The loss: attempts that timed out, at least those whose job waited
-	// on the primary, each of which was running after the barrier and
+	// The loss: every attempt whose job only the primary had timed out;
+	// every attempt that timed out was running after the barrier and
 	// started before the promotion (its job or outcome was on the primary
-	// alone), and each retried by policy.
+	// alone), and was retried by policy.
 	timedOut := e.count(`SELECT count(*) FROM attempts WHERE outcome = 'timeout'`)
-	require.GreaterOrEqual(t, timedOut, int(waiting), "attempts lost with the primary time out")
+	require.Equal(t, len(lost), e.count(`SELECT count(*) FROM attempts WHERE uid = ANY($1) AND outcome = 'timeout'`, lost),
+		"attempts whose job was on the primary alone that timed out")
 	require.Zero(t, e.count(`SELECT count(*) FROM attempts WHERE outcome = 'timeout'
 		AND (deadline_at <= $1 OR started_at >= $2)`, barrierAt, promotedAt),
 		"attempts timed out that ended before the barrier or started after the promotion")
@@ -222,7 +250,7 @@ sentinel failover-timeout %s 5000
 	mu.Unlock()
 	t.Logf("primary killed %s after the load began, %d jobs waiting on it alone; promoted after %s; every model succeeded again %s after the kill; "+
 		"%d attempts timed out (lost with the primary); latest an attempt ran past max(deadline, promotion): %s; %d jobs handled",
-		killedAt.Sub(loadedAt).Round(time.Millisecond), waiting, promotedAt.Sub(killedAt).Round(time.Millisecond),
+		killedAt.Sub(loadedAt).Round(time.Millisecond), len(lost), promotedAt.Sub(killedAt).Round(time.Millisecond),
 		recovered.Sub(killedAt).Round(time.Millisecond), timedOut,
 		time.Duration(maxLate*float64(time.Second)).Round(time.Millisecond), total)
 	p.stop()
