@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary.dir = dir
+	// In-process clients of Redis servers that tests kill would otherwise
+	// print every failed dial.
+	queue.SetRedisLogger(slog.New(slog.DiscardHandler))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -673,4 +677,131 @@ func TestE2EBench(t *testing.T) {
 		}
 		require.Contains(t, result, " n=200 ", "RESULT line: %q", result)
 	})
+}
+
+// redisServer is a redis-server the test runs itself, on a free loopback
+// port in a directory of its own, so that it can kill it and start it again
+// on the same port.
+type redisServer struct {
+	t    *testing.T
+	dir  string
+	args []string
+	port int
+	log  *lineLog
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the current process has exited
+}
+
+// startRedis starts redis-server with args (a configuration file first,
+// if any; with --sentinel, a Sentinel), --port and --bind, in
+// t.TempDir()/name, and waits until it answers PING. It is killed when the
+// test ends, and its log printed if the test failed. The test is skipped if
+// redis-server is not installed.
+func startRedis(t *testing.T, name string, args ...string) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	dir := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	require.NoError(t, err)
+	s := &redisServer{t: t, dir: dir, args: args, log: &lineLog{}}
+	s.port, err = strconv.Atoi(port)
+	require.NoError(t, err)
+	s.start()
+	t.Cleanup(func() {
+		s.kill()
+		if t.Failed() {
+			t.Logf("log of redis %s (last lines):\n%s", name, s.log.tail(30))
+		}
+	})
+	return s
+}
+
+// addr returns the server's host:port.
+func (s *redisServer) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
+
+// start starts the process and waits until it answers PING.
+func (s *redisServer) start() {
+	s.t.Helper()
+	// A configuration file, if any, comes first; options follow it.
+	args := append(slices.Clone(s.args), "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1")
+	s.cmd = exec.Command("redis-server", args...)
+	s.cmd.Dir = s.dir
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	require.NoError(s.t, s.cmd.Start())
+	done := make(chan struct{})
+	s.done = done
+	go func() {
+		_ = s.cmd.Wait()
+		close(done)
+	}()
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	waitFor(s.t, 10*time.Second, "redis "+s.addr()+" to answer", func() bool {
+		select {
+		case <-done:
+			s.t.Fatalf("redis-server exited at start:\n%s", s.log.tail(20))
+		default:
+		}
+		return c.Ping(context.Background()).Err() == nil
+	})
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (s *redisServer) kill() {
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+// restart starts the server again, on the same port with the same
+// arguments, once it has exited.
+func (s *redisServer) restart() {
+	s.t.Helper()
+	<-s.done
+	s.start()
+}
+
+// client returns a client of the server, closed when the test ends.
+func (s *redisServer) client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), PoolSize: 20})
+	s.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// ready reports whether the process answers GET /readyz with 200.
+func (p *proc) ready() bool {
+	resp, err := http.Get(p.base + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// running reports whether the process still runs.
+func (p *proc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// streamEvents returns the entries of an events stream as (type, model id,
+// event JSON).
+func streamEvents(t *testing.T, rdb redis.UniversalClient, key string) [][3]string {
+	t.Helper()
+	entries, err := rdb.XRange(context.Background(), key, "-", "+").Result()
+	require.NoError(t, err)
+	out := make([][3]string, 0, len(entries))
+	for _, x := range entries {
+		typ, _ := x.Values["type"].(string)
+		id, _ := x.Values["model_id"].(string)
+		ev, _ := x.Values["event"].(string)
+		out = append(out, [3]string{typ, id, ev})
+	}
+	return out
 }
