@@ -30,12 +30,15 @@ type router struct {
 	mux    *http.ServeMux
 	api    atomic.Pointer[http.Handler]
 	redis  redis.UniversalClient
-	store  *atomic.Pointer[postgres.Store]
-	redact redactor
+	// redisTarget names where Redis is expected, for /readyz's errors: a
+	// timeout's error says nothing of where.
+	redisTarget string
+	store       *atomic.Pointer[postgres.Store]
+	redact      redactor
 }
 
-func newRouter(client redis.UniversalClient, store *atomic.Pointer[postgres.Store], r redactor) *router {
-	rt := &router{mux: http.NewServeMux(), redis: client, store: store, redact: r}
+func newRouter(client redis.UniversalClient, redisTarget string, store *atomic.Pointer[postgres.Store], r redactor) *router {
+	rt := &router{mux: http.NewServeMux(), redis: client, redisTarget: redisTarget, store: store, redact: r}
 	rt.mux.HandleFunc("GET /healthz", rt.handleHealth)
 	rt.mux.HandleFunc("GET /readyz", rt.handleReady)
 	rt.mux.HandleFunc("/", rt.handleAPI)
@@ -87,7 +90,7 @@ func (rt *router) check(ctx context.Context) map[string]string {
 	}()
 	failed := map[string]string{}
 	if err := rt.redis.Ping(ctx).Err(); err != nil {
-		failed["redis"] = rt.redact.String(err.Error())
+		failed["redis"] = rt.redact.String(rt.redisTarget + ": " + err.Error())
 	}
 	if err := <-pg; err != nil {
 		failed["postgres"] = rt.redact.String(err.Error())

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -359,7 +360,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("%w", m.redact.Error(err))
 	}
 
-	m.router = newRouter(m.client, &m.store, m.redact)
+	m.router = newRouter(m.client, redisTarget(c), &m.store, m.redact)
 	listener, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
@@ -469,6 +470,21 @@ func (m *Main) Run(ctx context.Context) error {
 	log.Info("serving", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
 		"batch_size", c.BatchSize, "max_sleep", c.MaxSleep)
 	return nil
+}
+
+// redisTarget describes where c expects Redis, without credentials: the
+// URL's host, the Sentinel master and addresses, or the Cluster nodes.
+func redisTarget(c ServeConfig) string {
+	switch {
+	case c.RedisSentinelMaster != "":
+		return "sentinel master " + c.RedisSentinelMaster + " at " + strings.Join(c.RedisSentinelAddrs, ",")
+	case len(c.RedisClusterAddrs) > 0:
+		return "cluster at " + strings.Join(c.RedisClusterAddrs, ",")
+	}
+	if u, err := url.Parse(c.RedisURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "redis"
 }
 
 // Addr returns the address the HTTP server listens on, once Run has opened
