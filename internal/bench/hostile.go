@@ -260,7 +260,8 @@ func (t Traffic) AppliedPerSec() float64 { return float64(t.Applied) / t.Window.
 // every limit, schedules refused and accepted, outcomes pushed on the
 // outcomes list, slow and idle connections) runs Repeats times on an
 // otherwise idle serve; each is measured from outside: serve's CPU (from
-// /proc), its memory after a settle, and its answers. Last, the hostile
+// /proc), its memory after a settle (VmRSS, and its Go heap right after a
+// garbage collection), and its answers. Last, the hostile
 // clients run every reproduction in a loop for Duration while Background
 // models cycle with a `freshen bench worker` child: serve's peak memory
 // and CPU, and whether the background models still start on time and
@@ -326,7 +327,7 @@ type hostile struct {
 	cpu     cpuMeter
 	idle    float64      // serve's CPU per wall second when idle
 	variant atomic.Int64 // makes each schedule text new
-	looping atomic.Bool  // in the loop phase: models written stay
+	looping atomic.Bool  // in the loop phase: clients run at once
 }
 
 func newHostile(b *Bench, serve *child, cfg HostileConfig) *hostile {
