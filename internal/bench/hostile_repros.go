@@ -62,7 +62,7 @@ func worstSchedules(now time.Time, variant int) []namedText {
 			lines(100, func(i int) string { return fmt.Sprintf("RRULE:FREQ=MINUTELY;INTERVAL=%d;COUNT=1000", i+1) })},
 		{"COUNT at its limit (100,000)", dtstart(today) + "RRULE:FREQ=MINUTELY;COUNT=100000\n"},
 		{"1,000 EXDATEs in a row", dtstart(today.Add(6*time.Hour)) + "RRULE:FREQ=DAILY\nEXDATE:" + dailyDates(1000, tomorrow6) + "\n"},
-		{"20 RRULEs, 1,000 EXDATEs, 1,000 RDATEs", dtstart(today) +
+		{worstPolicySchedule, dtstart(today) +
 			lines(20, func(i int) string { return fmt.Sprintf("RRULE:FREQ=DAILY;BYHOUR=%d", i) }) +
 			"EXDATE:" + dailyDates(1000, tomorrow6) + "\nRDATE:" + dailyDates(1000, tomorrow6.Add(30*time.Minute)) + "\n"},
 		{"30 yearly RRULEs, BYSETPOS 1 to 40", dtstart(today) +
@@ -149,12 +149,15 @@ var errorTemplate = func() string {
 	return t + strings.Repeat("x", 1000-len(t))
 }()
 
+// worstPolicySchedule names the schedule of worstPolicyBody.
+const worstPolicySchedule = "20 RRULEs, 1,000 EXDATEs, 1,000 RDATEs"
+
 // worstPolicyBody returns the PUT body of a model whose every list and
 // text is at its default limit: a 64 KiB payload nested 32 deep, 100
 // retry delays of 30 days, 100 retry_on and non_retryable kinds of 100
-// bytes, a disabled_message of 1,000 bytes of {error}, the longest
-// timeout and give_up_after, and a schedule of 20 rules, 1,000 EXDATEs and
-// 1,000 RDATEs; it asks for a run now.
+// bytes, the disabled_message errorTemplate, the longest timeout and
+// give_up_after, and a schedule of 20 rules, 1,000 EXDATEs and 1,000
+// RDATEs; it asks for a run now.
 func worstPolicyBody(now time.Time, variant int) []byte {
 	kinds := func(prefix string) string {
 		out := make([]string, 100)
@@ -164,7 +167,12 @@ func worstPolicyBody(now time.Time, variant int) []byte {
 		}
 		return "[" + strings.Join(out, ",") + "]"
 	}
-	schedule := worstSchedules(now, variant)[5].text
+	var schedule string
+	for _, s := range worstSchedules(now, variant) {
+		if s.name == worstPolicySchedule {
+			schedule = s.text
+		}
+	}
 	return []byte(`{"queue":"` + HostileQueue + `","trigger":true,"payload":` + deepPayload(32, 64<<10) + `,"policy":{` +
 		`"schedule":` + jsonString(schedule) + `,"timezone":"America/Argentina/Buenos_Aires","timeout":"168h",` +
 		`"retry":{"delays":[` + strings.TrimSuffix(strings.Repeat(`"720h",`, 100), ",") + `],"jitter":0.99,` +
