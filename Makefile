@@ -14,12 +14,15 @@ test:
 # lateness and memory against their targets), then freshen bench e2e (N
 # models due at once through freshen serve and a worker process: cycles/s,
 # CPU, memory, transactions and Redis commands per 1,000 cycles) at 10,000
-# and 100,000 models, on throwaway servers whose PostgreSQL is durable
-# (fsync and synchronous_commit on, as in production); freshen bench prints
-# those settings beside its figures. To count statements too:
+# and 100,000 models, then freshen bench hostile (what hostile clients cost
+# freshen serve: CPU and memory per reproduction, next occurrences of the
+# worst accepted schedules, and a loop of attacks against background
+# traffic), on throwaway servers whose PostgreSQL is durable (fsync and
+# synchronous_commit on, as in production); freshen bench prints those
+# settings beside its figures. To count statements too:
 #   WITH_SERVERS_PG_CONF="shared_preload_libraries = 'pg_stat_statements'" make bench
 bench: build
-	WITH_SERVERS_DURABLE=1 scripts/with-servers.sh sh -c '$(GO) test -run "^$$" -bench . -benchmem ./... && bin/freshen bench && bin/freshen bench e2e -n 10000 && bin/freshen bench e2e -n 100000'
+	WITH_SERVERS_DURABLE=1 scripts/with-servers.sh sh -c '$(GO) test -run "^$$" -bench . -benchmem ./... && bin/freshen bench && bin/freshen bench e2e -n 10000 && bin/freshen bench e2e -n 100000 && bin/freshen bench hostile'
 
 demo: build
 	./bin/freshen demo

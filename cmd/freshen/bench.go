@@ -25,6 +25,13 @@ const (
 	targetRatio    = 0.5    // of the plain SQL baseline
 	targetP99      = 100 * time.Millisecond
 	targetRSS      = 150 << 20 // bytes
+
+	// A request up to the body limit (and a connection, an outcome):
+	// CPU of serve and memory it keeps.
+	targetRequestCPU = 100 * time.Millisecond
+	targetRetained   = 16 << 20 // bytes
+	// The next occurrence of any accepted schedule.
+	targetNext = time.Millisecond
 )
 
 // benchConfig is the configuration of freshen bench.
@@ -44,14 +51,17 @@ type benchConfig struct {
 // runBench is `freshen bench`: it measures starts/s, outcomes/s, their
 // ratio to the same work in plain SQL, start lateness and the daemon's peak
 // memory on the PostgreSQL and Redis it is given, and prints each figure
-// next to its target. `freshen bench e2e` measures Freshen end to end, and
-// `freshen bench worker` is the worker process that run starts. The
-// harness is package internal/bench.
+// next to its target. `freshen bench e2e` measures Freshen end to end,
+// `freshen bench hostile` what hostile clients cost freshen serve, and
+// `freshen bench worker` is the worker process they start. The harness is
+// package internal/bench.
 func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "e2e":
 			return runBenchE2E(ctx, args[1:], stdout, stderr)
+		case "hostile":
+			return runBenchHostile(ctx, args[1:], stdout, stderr)
 		case "worker":
 			return runBenchWorker(ctx, args[1:], stdout, stderr)
 		}
@@ -108,6 +118,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: freshen bench [flags]
        freshen bench e2e [flags]     (see freshen bench e2e -h)
+       freshen bench hostile [flags] (see freshen bench hostile -h)
 
 Measures starts/s, outcomes/s (and their ratio to plain SQL), start lateness and the
 peak memory of freshen serve on real PostgreSQL and Redis, and prints each figure next
@@ -449,3 +460,205 @@ func benchSec(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()
 func benchSecMs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
 
 func benchMB(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
+
+// runBenchHostile is `freshen bench hostile`: a freshen serve child against
+// hostile clients, measured from outside.
+func runBenchHostile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var (
+		cfg bench.Config
+		run bench.HostileConfig
+	)
+	fs := flag.NewFlagSet("bench hostile", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
+	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
+	fs.IntVar(&cfg.BatchSize, "batch-size", bench.DefaultBatchSize, "freshen serve --batch-size")
+	durationVar(fs, &run.Duration, "duration", bench.DefaultHostileDuration, "how long the hostile clients attack in the loop phase (the background runs alone half as long before)")
+	fs.IntVar(&run.Repeats, "repeats", bench.DefaultHostileRepeats, "runs of each reproduction on the idle serve (the most CPU is kept)")
+	durationVar(fs, &run.Settle, "settle", bench.DefaultHostileSettle, "wait before reading serve's memory after a reproduction")
+	fs.IntVar(&run.Background, "background", bench.DefaultHostileBackground, "background models, each due once a minute, cycling with a worker during the loop phase")
+	fs.IntVar(&run.Concurrency, "concurrency", bench.DefaultHostileConcurrency, "concurrency of the background worker")
+	fs.IntVar(&run.Clients, "clients", bench.DefaultHostileClients, "hostile clients running the reproductions in turn in the loop phase")
+	fs.IntVar(&run.IdleConns, "idle-conns", bench.DefaultHostileIdleConns, "keep-alive connections the idle-connection reproduction holds")
+	fs.IntVar(&run.SlowConns, "slow-conns", bench.DefaultHostileSlowConns, "connections trickling their headers, and as many trickling their bodies")
+	durationVar(fs, &run.TrickleEvery, "trickle-every", bench.DefaultHostileTrickle, "a slow connection sends one byte this often")
+	fs.IntVar(&run.Pass, "pass", bench.DefaultHostilePass, "models, each with its own variant of the costliest schedule, in the in-process scheduler pass")
+	listVar(fs, &run.ServeArgs, "serve-args", "comma-separated extra flags of freshen serve, e.g. --http-read-timeout=5s")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: freshen bench hostile [flags]
+
+Measures what hostile clients cost freshen serve, from outside. First, in process,
+the next occurrences of the costliest schedules a PUT accepts. Then, with freshen
+serve as a child process, each reproduction (requests at the edge of every limit,
+schedules refused and accepted, outcomes pushed on the outcomes list, slow and idle
+connections) runs a few times on the otherwise idle serve: its CPU (from /proc, less
+what serve uses idle), its memory after a settle, and its answers. Last, hostile
+clients run every reproduction in a loop while background models cycle with a
+worker (freshen bench worker): serve's peak memory and CPU, and whether the
+background still starts on time and has its outcomes applied, against a quiet
+window before. Each figure is printed next to its target, never enforced. It works
+in a schema and under a Redis key prefix of its own.`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg.DatabaseURL, cfg.RedisURL = orEnv(cfg.DatabaseURL, databaseURLFromEnv()), orEnv(cfg.RedisURL, redisURLFromEnv())
+	redact := newRedactor(cfg.DatabaseURL, cfg.RedisURL)
+	var bad error
+	switch {
+	case fs.NArg() > 0:
+		bad = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case cfg.DatabaseURL == "" || cfg.RedisURL == "":
+		bad = errors.New("--database-url (or DATABASE_URL) and --redis-url (or REDIS_URL) must be set")
+	case cfg.BatchSize < 1:
+		bad = fmt.Errorf("--batch-size: must be >= 1, got %d", cfg.BatchSize)
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"--duration", int64(run.Duration)}, {"--repeats", int64(run.Repeats)}, {"--settle", int64(run.Settle)},
+		{"--background", int64(run.Background)}, {"--concurrency", int64(run.Concurrency)}, {"--clients", int64(run.Clients)},
+		{"--idle-conns", int64(run.IdleConns)}, {"--slow-conns", int64(run.SlowConns)}, {"--trickle-every", int64(run.TrickleEvery)},
+		{"--pass", int64(run.Pass)},
+	} {
+		if bad == nil && f.v <= 0 {
+			bad = fmt.Errorf("%s: must be > 0, got %s", f.name, fs.Lookup(strings.TrimPrefix(f.name, "--")).Value)
+		}
+	}
+	if bad != nil {
+		fmt.Fprintf(stderr, "freshen bench hostile: %v\n", bad)
+		return 2
+	}
+	cfg.Progress = stderr
+	b, err := bench.New(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "freshen bench hostile: %v\n", redact.Error(err))
+		return 1
+	}
+	defer b.Close()
+	env, err := b.Environment(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "freshen bench hostile: %v\n", redact.Error(err))
+		return 1
+	}
+	fmt.Fprintf(stdout, "freshen bench hostile: PostgreSQL %s (%s), Redis %s, %d CPUs (load average %s), batch size %d\n",
+		env.PostgresVersion, env.Durability(), env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize)
+	res, err := b.Hostile(ctx, run)
+	if err != nil {
+		fmt.Fprintf(stderr, "freshen bench hostile: %v\n", redact.Error(err))
+		return 1
+	}
+	printHostile(stdout, res)
+	return 0
+}
+
+// printHostile prints the figures of the hostile run, then a RESULT line
+// of key=value pairs for scripts.
+func printHostile(out io.Writer, r bench.HostileResult) {
+	n := r.Next
+	fmt.Fprintf(out, "\nworst accepted schedules, in process: first parse, and next occurrence through refresh.Model.Next (rrule cache, then Next), fastest of 3 at each of %d instants over 20 years\n", n.Queries)
+	for _, s := range n.Schedules {
+		fmt.Fprintf(out, "  %-48s parse %9s   next %9s\n", s.Name, benchDur(s.Parse), benchDur(s.Max))
+	}
+	benchRow(out, "next occurrence, max", benchDur(n.Worst.Max), "<= "+benchDur(targetNext), n.Worst.Max <= targetNext)
+	fmt.Fprintf(out, "  (the slowest: %s)\n", n.Worst.Name)
+	fmt.Fprintf(out, "  pass over %s due models, each with its own variant of %q:\n", benchNumber(float64(n.PassModels), 0), n.PassSchedule)
+	benchRow(out, "  none cached: most for one model", benchDur(n.PassMax), "<= "+benchDur(targetNext), n.PassMax <= targetNext)
+	benchRow(out, "  none cached: the whole pass", benchDur(n.PassCold), "", true)
+	benchRow(out, "  again at once: the whole pass", benchDur(n.PassWarm), "", true)
+
+	fmt.Fprintf(out, "\neach reproduction on an otherwise idle freshen serve (pid %d), runs: %d; the most CPU of serve in a run (%s) less its idle %s/s; memory after a %s settle\n",
+		r.ServePID, r.Repeats, r.CPUSource, benchDur(r.IdleCPU), r.Settle)
+	fmt.Fprintf(out, "  targets: CPU <= %s per request, connection or message; Go heap in use right after a garbage collection (serve made to collect) <= %s more after it (* if serve did not collect: garbage counts)\n",
+		benchDur(targetRequestCPU), benchMB(targetRetained))
+	fmt.Fprintf(out, "  %-58s %10s %10s %-6s %9s %9s %9s %-6s %s\n", "reproduction", "CPU", "CPU/unit", "", "RSS after", "Δ RSS", "Δ heap", "", "answer")
+	var worstCPU time.Duration
+	var worstRetained int64
+	unexpected := 0
+	for _, p := range r.Repros {
+		cpuOK, memOK := p.CPUPerUnit() <= targetRequestCPU, p.Retained() <= targetRetained
+		worstCPU, worstRetained = max(worstCPU, p.CPUPerUnit()), max(worstRetained, p.Retained())
+		answer := p.Status
+		if !p.OK {
+			answer += "   UNEXPECTED"
+			unexpected++
+		}
+		unit := p.Unit
+		if p.Units > 1 {
+			unit = fmt.Sprintf("%s x %s", benchNumber(float64(p.Units), 0), p.Unit)
+		}
+		retained := benchSignedMB(p.Retained())
+		if !p.HeapGC {
+			retained += "*"
+		}
+		fmt.Fprintf(out, "  %-58s %10s %10s %-6s %9s %9s %9s %-6s %s (%s)\n", p.Name, benchDur(p.CPU), benchDur(p.CPUPerUnit()), verdict(cpuOK),
+			benchMB(p.RSSAfter), benchSignedMB(p.RSSAfter-p.RSSBefore), retained, verdict(memOK), answer, unit)
+	}
+	benchRow(out, "CPU per request, connection or message, max", benchDur(worstCPU), "<= "+benchDur(targetRequestCPU), worstCPU <= targetRequestCPU)
+	benchRow(out, "Go heap in use after, more than before, max", benchSignedMB(worstRetained), "<= "+benchMB(targetRetained), worstRetained <= targetRetained)
+	benchRow(out, "answers not as the limits promise", strconv.Itoa(unexpected), "", true)
+
+	l := r.Loop
+	fmt.Fprintf(out, "\nloop: %d hostile clients running the reproductions in turn, and the slow and idle connections, for %s; %d background models (%.0f due/s) with a worker, alone for %s before\n",
+		l.Clients, l.Duration, l.Background, float64(l.Background)/60, l.Quiet.Window.Round(time.Millisecond))
+	benchRow(out, "reproductions run", benchNumber(float64(l.Runs), 0), "", true)
+	benchRow(out, "requests, connections, messages sent", benchNumber(float64(l.Units), 0), "", true)
+	benchRow(out, "answers not as the limits promise", benchNumber(float64(l.Unexpected), 0), "", true)
+	benchRow(out, "runs the client could not finish", benchNumber(float64(l.Errors), 0), "", true)
+	benchRow(out, "peak RSS of freshen serve", benchMB(l.PeakRSS), "<= "+benchMB(targetRSS), l.PeakRSS <= targetRSS)
+	benchRow(out, "CPU of freshen serve, attack", fmt.Sprintf("%s (%.0f%%)", benchSec(l.ServeCPU), 100*l.ServeCPU.Seconds()/l.Attack.Window.Seconds()), "", true)
+	benchRow(out, "CPU of freshen serve, quiet", fmt.Sprintf("%s (%.0f%%)", benchSec(l.QuietCPU), 100*l.QuietCPU.Seconds()/l.Quiet.Window.Seconds()), "", true)
+	for _, w := range []struct {
+		name string
+		t    bench.Traffic
+	}{{"quiet", l.Quiet}, {"attack", l.Attack}} {
+		benchRow(out, "background starts, "+w.name, fmt.Sprintf("%d of %d", w.t.Started, w.t.Due), fmt.Sprintf("= %d due", w.t.Due), w.t.Started == w.t.Due)
+		benchRow(out, "start lateness p50, "+w.name, benchMs(w.t.P50), "", true)
+		benchRow(out, "start lateness p99, "+w.name, benchMs(w.t.P99), "", true)
+		benchRow(out, "start lateness max, "+w.name, benchMs(w.t.Max), "", true)
+		benchRow(out, "outcomes applied/s, "+w.name, benchNumber(w.t.AppliedPerSec(), 1)+"/s", "", true)
+	}
+	if l.PeakNote != "" {
+		fmt.Fprintf(out, "  (peak RSS: %s)\n", l.PeakNote)
+	}
+	if l.FirstUnexpected != "" {
+		fmt.Fprintf(out, "  (first answer not as the limits promise: %s)\n", l.FirstUnexpected)
+	}
+	if l.FirstError != "" {
+		fmt.Fprintf(out, "  (first run the client could not finish: %s)\n", l.FirstError)
+	}
+	fmt.Fprintf(out, "  (load average before %s, after %s)\n", r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(out, "RESULT system=freshen mode=hostile next_max_us=%.1f pass_max_us=%.1f repro_cpu_max_ms=%.2f repro_retained_max_kb=%d unexpected=%d loop_runs=%d loop_unexpected=%d loop_serve_hwm_kb=%d loop_serve_cpu_s=%.2f quiet_p99_ms=%.1f attack_p99_ms=%.1f quiet_applied_per_s=%.1f attack_applied_per_s=%.1f attack_started=%d attack_due=%d load=%s\n",
+		us(n.Worst.Max), us(n.PassMax), ms(worstCPU), worstRetained>>10, unexpected, l.Runs, l.Unexpected, l.PeakRSS>>10, l.ServeCPU.Seconds(),
+		ms(l.Quiet.P99), ms(l.Attack.P99), l.Quiet.AppliedPerSec(), l.Attack.AppliedPerSec(), l.Attack.Started, l.Attack.Due,
+		strings.ReplaceAll(r.LoadBefore, " ", ","))
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISSED"
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// benchDur formats a duration in µs below 0.1 ms, in s from 1 s, else in
+// ms.
+func benchDur(d time.Duration) string {
+	switch {
+	case d < 100*time.Microsecond:
+		return fmt.Sprintf("%.1f µs", us(d))
+	case d < time.Second:
+		return fmt.Sprintf("%.2f ms", ms(d))
+	default:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+}
+
+func benchSignedMB(n int64) string { return fmt.Sprintf("%+.1f MB", float64(n)/(1<<20)) }

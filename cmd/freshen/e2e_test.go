@@ -677,6 +677,32 @@ func TestE2EBench(t *testing.T) {
 		}
 		require.Contains(t, result, " n=200 ", "RESULT line: %q", result)
 	})
+
+	// hostile runs every reproduction once against a real freshen serve,
+	// with short read timeouts so that slow clients are cut soon, then a
+	// short loop; it fails only if the harness does, so the test checks
+	// that every part printed its figures.
+	t.Run("hostile", func(t *testing.T) {
+		t.Parallel()
+		out := runBenchCommand(t, "hostile", "--duration", "2s", "--repeats", "1", "--settle", "100ms",
+			"--background", "60", "--concurrency", "4", "--clients", "2", "--idle-conns", "50", "--slow-conns", "2",
+			"--trickle-every", "200ms", "--pass", "20",
+			"--serve-args", "--http-read-header-timeout=1s,--http-read-timeout=2s")
+		for _, want := range []string{"next occurrence, max", "none cached: most for one model",
+			"payload nested 9,000 deep", "10,000 junk query parameters", "NUL and invalid UTF-8",
+			"accepted: every list and text at its limit", "failure with a 10 KB message", "malformed outcomes",
+			"trickled headers", "idle keep-alive connections", "CPU per request, connection or message, max",
+			"peak RSS of freshen serve", "background starts, attack", "start lateness p99, attack", "outcomes applied/s, attack"} {
+			require.Contains(t, out, want)
+		}
+		result := ""
+		for line := range strings.Lines(out) {
+			if strings.HasPrefix(line, "RESULT ") {
+				result = line
+			}
+		}
+		require.Contains(t, result, " mode=hostile ", "RESULT line: %q", result)
+	})
 }
 
 // redisServer is a redis-server the test runs itself, on a free loopback

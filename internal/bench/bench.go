@@ -18,6 +18,12 @@
 //     has one successful attempt and is idle again; the CPU of each process
 //     and of the servers, peak memory, and the transactions and commands
 //     the servers ran.
+//   - Hostile: what hostile clients cost a `freshen serve` child: each
+//     reproduction of an attack (requests at the edge of every limit,
+//     outcomes pushed on the outcomes list, slow and idle connections) on
+//     an otherwise idle serve, measured from /proc and /metrics; the next
+//     occurrences of the costliest accepted schedules, in process; and a
+//     loop of attacks while background models cycle with a worker.
 //
 // The children are the freshen binary itself (Config.Executable), run with
 // the flags of `freshen serve` and `freshen bench worker`.
@@ -176,8 +182,8 @@ type Environment struct {
 	// Fsync and SynchronousCommit are the server's settings: with either
 	// off, commits cost far less than in production.
 	Fsync, SynchronousCommit string
-	RedisVersion    string
-	CPUs            int
+	RedisVersion             string
+	CPUs                     int
 	// LoadAverage is the 1, 5 and 15 minute load average of the machine,
 	// or "?" if it could not be read.
 	LoadAverage string

@@ -31,6 +31,7 @@ type child struct {
 	out   *output
 	clock refresh.Clock
 	done  chan struct{} // closed once the process has exited
+	addr  string        // the HTTP address of freshen serve
 }
 
 // start starts the child; done is closed once it exits.
@@ -83,8 +84,9 @@ func (c *child) stop() error {
 }
 
 // startServe runs `freshen serve` on the schema of cfg, under the Redis
-// prefix of b, and waits until it answers /healthz.
-func (b *Bench) startServe(ctx context.Context, cfg *pgxpool.Config) (*child, error) {
+// prefix of b, with the extra flags given, and waits until it answers
+// /healthz.
+func (b *Bench) startServe(ctx context.Context, cfg *pgxpool.Config, extra ...string) (*child, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -93,11 +95,12 @@ func (b *Bench) startServe(ctx context.Context, cfg *pgxpool.Config) (*child, er
 	l.Close()
 	c := &child{
 		name: "freshen serve",
-		cmd: exec.Command(b.cfg.Executable, "serve", "--database-url", schemaURL(cfg), "--redis-url", b.cfg.RedisURL,
+		cmd: exec.Command(b.cfg.Executable, append([]string{"serve", "--database-url", schemaURL(cfg), "--redis-url", b.cfg.RedisURL,
 			"--redis-prefix", b.prefix, "--addr", addr, "--instance-id", "bench-serve",
-			"--batch-size", strconv.Itoa(b.cfg.BatchSize), "--log-level", "warn"),
+			"--batch-size", strconv.Itoa(b.cfg.BatchSize), "--log-level", "warn"}, extra...)...),
 		out:   &output{},
 		clock: b.clock,
+		addr:  addr,
 	}
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.start(); err != nil {
