@@ -47,6 +47,9 @@ func objectMembers(raw string, buf []member) ([]member, string) {
 	}
 	valid := utf8.ValidString(raw)
 	members := buf[:0]
+	// names holds the names seen once there are too many to compare with
+	// each in turn: an object may have hundreds of thousands of members.
+	var names map[string]bool
 	i++
 	for {
 		i = skipSpace(raw, i)
@@ -74,15 +77,32 @@ func objectMembers(raw string, buf []member) ([]member, string) {
 		if !valid && !utf8.ValidString(m.value) {
 			return nil, fieldName(name) + ": must be valid UTF-8"
 		}
-		for _, seen := range members {
-			if seen.name == name {
+		if names == nil && len(members) == smallObject {
+			names = make(map[string]bool, 2*smallObject)
+			for _, seen := range members {
+				names[seen.name] = true
+			}
+		}
+		if names != nil {
+			if names[name] {
 				return nil, fieldName(name) + ": duplicate field"
+			}
+			names[name] = true
+		} else {
+			for _, seen := range members {
+				if seen.name == name {
+					return nil, fieldName(name) + ": duplicate field"
+				}
 			}
 		}
 		members = append(members, m)
 	}
 	return members, ""
 }
+
+// smallObject is how many members objectMembers compares one by one before
+// it keeps their names in a set.
+const smallObject = 16
 
 // skipSpace returns the index of the first byte of s at or after i that is
 // not JSON white space.

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,39 @@ func TestLimits(t *testing.T) {
 	} {
 		_, err := tc.l.orDefault()
 		require.EqualError(t, err, tc.err)
+	}
+}
+
+// An outcome of a megabyte of members costs time in proportion to its
+// size: names are compared through a set once there are many, and a
+// duplicate among them is still found.
+func TestDecodeManyMembers(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(`{"model_id":"m","attempt_uid":"u","outcome":"success"`)
+	for i := 0; b.Len() < DefaultMaxBytes-64; i++ {
+		fmt.Fprintf(&b, `,"f%d":0`, i)
+	}
+	ok := b.String() + "}"
+	o, _, reason := decodeOutcome(ok, DefaultLimits())
+	require.Empty(t, reason)
+	require.Equal(t, "m", o.ModelID)
+	_, _, reason = decodeOutcome(b.String()+`,"f7":1}`, DefaultLimits())
+	require.Equal(t, "f7: duplicate field", reason)
+	_, _, reason = decodeOutcome(b.String()+`,"model_id":"x"}`, DefaultLimits())
+	require.Equal(t, "model_id: duplicate field", reason)
+}
+
+func BenchmarkDecodeManyMembers(b *testing.B) {
+	var s strings.Builder
+	s.WriteString(`{"model_id":"m","attempt_uid":"u","outcome":"success"`)
+	for i := 0; s.Len() < DefaultMaxBytes-64; i++ {
+		fmt.Fprintf(&s, `,"f%d":0`, i)
+	}
+	raw := s.String() + "}"
+	for b.Loop() {
+		if _, _, reason := decodeOutcome(raw, DefaultLimits()); reason != "" {
+			b.Fatal(reason)
+		}
 	}
 }
