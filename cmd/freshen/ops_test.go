@@ -248,15 +248,16 @@ func proxy(t *testing.T, addr, target string) {
 	}()
 }
 
-// The HTTP server holds at most --http-max-conns connections: the next
-// client waits (its request is answered once a connection closes) while
-// /healthz still answers on a connection already open; and a request body
-// sent slowly is cut at --http-read-timeout.
+// The HTTP server holds at most --http-max-conns connections. When they are
+// all open and idle, a new client gets the place of the one idle longest;
+// while all are busy with requests, the new client waits (its request is
+// answered once one ends) and /healthz still answers on a connection
+// already open. A request body sent slowly is cut at --http-read-timeout.
 func TestServeHTTPLimits(t *testing.T) {
 	t.Parallel()
 	const maxConns = 20
 	e := newEnv(t)
-	p := e.serve("limits", "--http-max-conns", fmt.Sprint(maxConns), "--http-read-timeout", "1s",
+	p := e.serve("limits", "--http-max-conns", fmt.Sprint(maxConns), "--http-read-timeout", "1s", "--http-read-header-timeout", "1s",
 		"--http-idle-timeout", "1m")
 	addr := strings.TrimPrefix(p.base, "http://")
 	http.DefaultClient.CloseIdleConnections() // those that waited for /readyz
@@ -267,28 +268,37 @@ func TestServeHTTPLimits(t *testing.T) {
 		conns[i] = dialHTTP(t, addr)
 		require.Equal(t, http.StatusOK, conns[i].get(t, "/healthz", 5*time.Second))
 	}
-
-	// One more: the kernel accepts it, serve does not read it yet.
+	// One more is answered at once: the connection idle longest makes room.
 	extra := dialHTTP(t, addr)
-	extra.send(t, "/healthz")
-	_, err := extra.read(300 * time.Millisecond)
+	require.Equal(t, http.StatusOK, extra.get(t, "/healthz", 5*time.Second))
+	_, err := conns[0].read(5 * time.Second)
+	require.True(t, errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF), "the connection idle longest was closed; got %v", err)
+	require.Equal(t, http.StatusOK, conns[maxConns-1].get(t, "/healthz", 5*time.Second), "the others stay")
+	for _, c := range append(conns, extra) {
+		c.conn.Close()
+	}
+
+	// maxConns connections in the middle of a request (headers not ended):
+	// one more client waits, since none of them is idle.
+	busy := make([]*httpConn, maxConns)
+	for i := range busy {
+		busy[i] = dialHTTP(t, addr)
+		_, err := fmt.Fprintf(busy[i].conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
+		require.NoError(t, err)
+	}
+	waiting := dialHTTP(t, addr)
+	waiting.send(t, "/healthz")
+	_, err = waiting.read(300 * time.Millisecond)
 	var netErr net.Error
 	require.True(t, errors.As(err, &netErr) && netErr.Timeout(), "the connection over the limit waits; got %v", err)
-
-	// A connection already open still gets answers.
-	require.Equal(t, http.StatusOK, conns[0].get(t, "/healthz", 5*time.Second))
-
-	// One closes: the waiting client is served.
-	conns[1].conn.Close()
-	code, err := extra.read(5 * time.Second)
+	// The busy ones are cut at the header timeout (1s); the waiting client
+	// is served then.
+	code, err := waiting.read(10 * time.Second)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, code)
-	for i, c := range conns {
-		if i != 1 {
-			c.conn.Close()
-		}
+	for _, c := range append(busy, waiting) {
+		c.conn.Close()
 	}
-	extra.conn.Close()
 
 	// A body sent a byte every 100ms is cut after the read timeout (1s),
 	// not read for the 10s it would take.

@@ -27,9 +27,9 @@ const readyCheckTimeout = 2 * time.Second
 //     "unavailable", "failed": {"postgres": "...", "redis": "..."}} naming
 //     each dependency that does not (or "starting" while the loops start).
 type router struct {
-	mux    *http.ServeMux
-	api    atomic.Pointer[http.Handler]
-	redis  redis.UniversalClient
+	mux   *http.ServeMux
+	api   atomic.Pointer[http.Handler]
+	redis redis.UniversalClient
 	// redisTarget names where Redis is expected, for /readyz's errors: a
 	// timeout's error says nothing of where.
 	redisTarget string

@@ -113,8 +113,9 @@ type HTTPConfig struct {
 	WriteTimeout      time.Duration // from the end of the headers to the end of the response
 	IdleTimeout       time.Duration // a keep-alive connection waiting for its next request
 	MaxHeaderBytes    int
-	// MaxConns bounds the connections open at once; further clients wait
-	// in the kernel's backlog until one closes.
+	// MaxConns bounds the connections open at once. When they are all
+	// open, the one idle the longest is closed for a new client; while all
+	// are busy with requests, new clients wait in the kernel's backlog.
 	MaxConns int
 }
 
@@ -251,7 +252,7 @@ func (m *Main) ParseFlags(args []string) error {
 	durationVar(fs, &h.WriteTimeout, "http-write-timeout", h.WriteTimeout, "longest from the end of a request's headers to the end of its response")
 	durationVar(fs, &h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "longest a keep-alive connection waits for its next request")
 	fs.IntVar(&h.MaxHeaderBytes, "http-max-header-bytes", h.MaxHeaderBytes, "largest request header accepted")
-	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "most HTTP connections open at once; further clients wait until one closes")
+	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "most HTTP connections open at once; when all are open, the one idle the longest is closed for a new client, and while all are busy new clients wait")
 
 	fs.Usage = func() {
 		fmt.Fprint(m.logOut, serveUsage)
@@ -369,7 +370,8 @@ func (m *Main) Run(ctx context.Context) error {
 		_ = listener.Close()
 		return err
 	}
-	m.listener = newLimitListener(listener, c.HTTP.MaxConns)
+	limited := newLimitListener(listener, c.HTTP.MaxConns)
+	m.listener = limited
 	m.server = &http.Server{
 		Handler:           m.router,
 		ReadHeaderTimeout: c.HTTP.ReadHeaderTimeout,
@@ -377,6 +379,7 @@ func (m *Main) Run(ctx context.Context) error {
 		WriteTimeout:      c.HTTP.WriteTimeout,
 		IdleTimeout:       c.HTTP.IdleTimeout,
 		MaxHeaderBytes:    c.HTTP.MaxHeaderBytes,
+		ConnState:         limited.track,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	m.goLoop(func() {
