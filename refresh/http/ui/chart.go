@@ -63,7 +63,7 @@ const (
 	decisionGap = 15.0
 	rowAxis     = 128.0
 	chartHeight = 172.0
-	minBarWidth = 4.0
+	minBarWidth = 6.0
 	labelGap    = 62.0 // the least distance between two axis labels
 )
 
@@ -142,6 +142,9 @@ func buildChart(in chartInput) *chart {
 			switch e.Decision {
 			case refresh.DecisionRetry:
 				d.text = "retry in " + formatDuration(e.RefreshAt.Sub(e.At))
+				if !e.RefreshAt.After(e.At) {
+					d.text = "retry at once"
+				}
 				d.plan = e.RefreshAt
 			case refresh.DecisionRetryAligned:
 				d.text = "aligned: " + e.RefreshAt.In(loc).Format("15:04")
@@ -225,7 +228,7 @@ func buildChart(in chartInput) *chart {
 		svgLine{X1: chartLeft, Y1: rowAxis, X2: chartWidth - chartRight, Y2: rowAxis, Class: "axis"})
 
 	// Long stretches say how long they are.
-	for i := 1; i < len(ax.keys); i++ {
+	for i := 1; i < len(ax.keys)-1; i++ { // the last stretch is padding
 		a, b := ax.keys[i-1], ax.keys[i]
 		if d := b.Sub(a); d >= 2*time.Hour {
 			x1, x2 := ax.x(a), ax.x(b)
@@ -314,11 +317,7 @@ func buildChart(in chartInput) *chart {
 		}
 		lt := t.In(loc)
 		c.Lines = append(c.Lines, svgLine{X1: x, Y1: rowAxis, X2: x, Y2: rowAxis + 4, Class: "axis"})
-		layout := "15:04"
-		if lt.Second() != 0 {
-			layout = "15:04:05"
-		}
-		c.Texts = append(c.Texts, svgText{X: x, Y: rowAxis + 17, Anchor: "middle", Class: "time", Text: lt.Format(layout),
+		c.Texts = append(c.Texts, svgText{X: x, Y: rowAxis + 17, Anchor: "middle", Class: "time", Text: lt.Format("15:04"),
 			Title: formatAt(t, loc) + " (" + formatUTC(t) + ")"})
 		if day := lt.Format("Mon 2 Jan"); day != lastDay {
 			c.Texts = append(c.Texts, svgText{X: x, Y: rowAxis + 32, Anchor: "middle", Class: "date", Text: day})

@@ -29,7 +29,7 @@ func parsePages(base string) map[string]*template.Template {
 		"ago":          relative,
 		"dur":          formatAnyDuration,
 		"retrySummary": retrySummary,
-		"took":         func(a refresh.Attempt) time.Duration { return a.FinishedAt.Sub(a.StartedAt) },
+		"took":         took,
 		"outcomeClass": outcomeClass,
 		"stateOf":      stateOf,
 		"short":        shorten,
@@ -279,4 +279,14 @@ func outcomeClass(outcome string) string {
 		return "failing"
 	}
 	return "idle"
+}
+
+// took returns how long attempt a ran, to the second (to the millisecond
+// under a second).
+func took(a refresh.Attempt) time.Duration {
+	d := a.FinishedAt.Sub(a.StartedAt)
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }

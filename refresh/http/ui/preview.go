@@ -44,20 +44,20 @@ type previewPage struct {
 	Result *projection
 }
 
-// examplePolicy is the policy the preview starts from: DESIGN.md's.
-const examplePolicy = `{
-  "schedule": "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16",
-  "timezone": "Europe/Paris",
-  "timeout": "1h",
-  "retry": {
-    "delays": ["0s", "1m", "5m", "15m", "30m", "1h"]
-  },
-  "on_exhausted": "disable"
-}`
-
+// The preview starts from DESIGN.md's scenario of a retry that would run
+// into the next run: a run every two hours, three failures, and the last
+// retry aligned with the next run.
 const (
-	exampleAttempts = "6x failure http_503 after 2m: upstream answered 503"
-	exampleThen     = "success after 10m"
+	examplePolicy = `{
+  "schedule": "FREQ=HOURLY;INTERVAL=2",
+  "timezone": "Europe/Paris",
+  "timeout": "30m",
+  "retry": {
+    "delays": ["10m", "20m", "50m"]
+  }
+}`
+	exampleAttempts = "3x failure http_503 after 5m: upstream answered 503"
+	exampleThen     = "success after 5m"
 )
 
 func (h *Handler) handlePreviewForm(w http.ResponseWriter, r *http.Request, v *viewer) {

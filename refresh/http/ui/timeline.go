@@ -29,6 +29,8 @@ const (
 	// maxProjectionSpan at most (give_up_after may ask for more).
 	projectionSpan    = 8 * 24 * time.Hour
 	maxProjectionSpan = 32 * 24 * time.Hour
+	// successSpan is how far the projection of a success looks ahead.
+	successSpan = 3 * 24 * time.Hour
 )
 
 // projection is one simulated future of a model, or of a policy preview.
@@ -108,6 +110,8 @@ func project(ctx context.Context, m refresh.Model, history []refresh.Attempt, no
 	failing := base
 	failing.Default = fail
 	succeeding := base
+	// Runs after a success repeat; three days of them are plenty.
+	succeeding.Until = now.Add(min(span, successSpan))
 	succeeding.Default = scenarios.Behaviour{Outcome: "success", After: took}
 
 	loc := zoneOf(m)
