@@ -312,6 +312,27 @@ func TestEscaping(t *testing.T) {
 
 	res, _ := br.get("/ui/models/m1")
 	require.Contains(t, res.Header.Get("Content-Security-Policy"), "script-src 'self'")
+
+	// Text from the URL is escaped too: an id that breaks the id rule, a
+	// path no page has, a prefix searched for.
+	for _, tc := range []struct {
+		path   string
+		status int
+		echoed bool // the page repeats what was sent
+	}{
+		{"/ui/models/%3Cscript%3Ealert(1)%3C%2Fscript%3E", http.StatusBadRequest, false},
+		{"/ui/%3Cscript%3Ealert(1)%3C/script%3E", http.StatusNotFound, true},
+		{"/ui/models?prefix=%3Cscript%3E", http.StatusBadRequest, true},
+		{"/ui/models?%3Cscript%3E=1", http.StatusBadRequest, true},
+	} {
+		res, body := br.get(tc.path)
+		require.Equal(t, tc.status, res.StatusCode, tc.path)
+		lacks(t, body, "<script>alert", tc.path)
+		lacks(t, body, "<script>=", tc.path)
+		if tc.echoed {
+			contains(t, body, "&lt;script&gt;", tc.path)
+		}
+	}
 }
 
 func TestModelsListFields(t *testing.T) {
