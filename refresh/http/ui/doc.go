@@ -13,7 +13,8 @@
 //	                               and its projected timeline
 //	POST /ui/models/{id}/{action}  trigger, enable, pause, resume or cancel
 //	GET  /ui/preview               a policy and a failure pattern, simulated before saving
-//	POST /ui/preview               the simulation
+//	POST /ui/preview               the simulation; or, opened from a model, saving its
+//	                               policy (write scope; refused if the model changed since)
 //	GET  /ui/dead                  the dead-letter list; POST requeues or drops entries
 //	GET  /ui/login, POST /ui/login, POST /ui/logout
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,8 +33,11 @@ type previewForm struct {
 	ID       string
 	// Trigger starts the model at start; an on-demand policy always does.
 	Trigger bool
-	// Model is the model the policy came from, if any.
+	// Model is the model the policy came from, if any, and Tag its
+	// definition tag then: a save replaces the policy only if the model
+	// has not changed since.
 	Model string
+	Tag   string
 }
 
 // previewPage is the policy preview.
@@ -75,7 +79,7 @@ func (h *Handler) handlePreviewForm(w http.ResponseWriter, r *http.Request, v *v
 			h.failErr(w, r, v, err)
 			return
 		}
-		p.Form.Policy, p.Form.ID, p.Form.Model = indentJSON(m.Policy), m.ID, m.ID
+		p.Form.Policy, p.Form.ID, p.Form.Model, p.Form.Tag = indentJSON(m.Policy), m.ID, m.ID, refresh.DefinitionTag(m)
 		kind := "error"
 		if m.LastError != nil && m.LastError.Kind != "" {
 			kind = m.LastError.Kind
@@ -97,10 +101,15 @@ func (h *Handler) handlePreview(w http.ResponseWriter, r *http.Request, v *viewe
 		Policy: r.PostForm.Get("policy"), Attempts: r.PostForm.Get("attempts"), Then: r.PostForm.Get("then"),
 		Start: strings.TrimSpace(r.PostForm.Get("start")), Span: strings.TrimSpace(r.PostForm.Get("span")),
 		ID: strings.TrimSpace(r.PostForm.Get("id")), Model: r.PostForm.Get("model"),
-		Trigger: r.PostForm.Get("trigger") != "",
+		Trigger: r.PostForm.Get("trigger") != "", Tag: r.PostForm.Get("tag"),
 	}
 	if form.Model != "" && (!refresh.ValidID(form.Model) || !v.Owns(form.Model)) {
-		form.Model = ""
+		form.Model, form.Tag = "", ""
+	}
+	save := r.PostForm.Get("do") == "save"
+	if save && (form.Model == "" || !v.CanWrite()) {
+		h.fail(w, r, v, http.StatusForbidden, fmt.Sprintf("Saving a policy needs scope write and a model of yours; your token %q has scope %s.", v.Name, v.ScopeText()))
+		return
 	}
 	p := previewPage{frame: h.frame(w, r, v, "Policy preview"), Form: form}
 	p.Nav = "preview"
@@ -109,6 +118,10 @@ func (h *Handler) handlePreview(w http.ResponseWriter, r *http.Request, v *viewe
 	if len(errs) > 0 {
 		p.Errors = errs
 		h.render(w, http.StatusBadRequest, "preview", p)
+		return
+	}
+	if save {
+		h.savePolicy(w, r, v, p)
 		return
 	}
 	timeline, stopped, err := simulate(r.Context(), spec, lim)
@@ -135,6 +148,33 @@ func (h *Handler) handlePreview(w http.ResponseWriter, r *http.Request, v *viewe
 		Chart:   buildChart(chartInput{entries: forChart(timeline), start: spec.Start, next: m.Next, loc: loc, startLabel: "start"}),
 	}
 	h.render(w, http.StatusOK, "preview", p)
+}
+
+// savePolicy replaces the policy of the preview's model with the form's,
+// keeping its queue and payload, if the model has not changed since the
+// preview was opened; then shows the model.
+func (h *Handler) savePolicy(w http.ResponseWriter, r *http.Request, v *viewer, p previewPage) {
+	id := p.Form.Model
+	m, err := h.svc.Store.Get(r.Context(), id)
+	if err != nil {
+		h.failErr(w, r, v, err)
+		return
+	}
+	_, _, err = h.svc.Put(r.Context(), refresh.PutRequest{ID: id, Queue: m.Queue, Payload: m.Payload,
+		Policy: json.RawMessage(p.Form.Policy), IfMatch: []string{p.Form.Tag}})
+	switch {
+	case err == nil:
+		h.log.Info("dashboard policy saved", "token", v.Name, "model_id", id)
+		h.setFlash(w, r, "ok", "Saved the policy of "+id+".")
+		http.Redirect(w, r, h.base+"/models/"+url.PathEscape(id), http.StatusSeeOther)
+	case refresh.ErrorCode(err) == refresh.EPRECONDITION:
+		p.Errors.add("form", id+" has changed since this preview was opened; open the preview from its page again.")
+		h.render(w, http.StatusPreconditionFailed, "preview", p)
+	case p.Errors.fromValidation(err, func(field string) (string, string) { return previewField(field, nil) }):
+		h.render(w, http.StatusBadRequest, "preview", p)
+	default:
+		h.failErr(w, r, v, err)
+	}
 }
 
 // parsePreview checks the form and returns the simulation it asks for, and

@@ -499,3 +499,55 @@ func TestStatic(t *testing.T) {
 	res, _ := br.get("/ui/static/nope.css")
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 }
+
+var tagField = regexp.MustCompile(`name="tag" value="([^"]*)"`)
+
+func TestPreviewSave(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, "m1", `{"timeout": "10m"}`)
+	writer := b.signedIn(t, writeToken)
+	_, body := writer.get("/ui/preview?model=m1")
+	contains(t, body, "Save this policy to m1")
+	tag := tagField.FindStringSubmatch(body)[1]
+	require.Equal(t, refresh.DefinitionTag(b.get(t, "m1")), tag)
+	form := url.Values{"csrf": {writer.csrf("/ui/preview")}, "model": {"m1"}, "tag": {tag}, "do": {"save"},
+		"policy": {hourly}, "attempts": {"failure"}, "then": {"success"}, "start": {"2026-03-02T14:30:00Z"}, "span": {"P1D"}, "id": {"m1"}}
+
+	reader := b.signedIn(t, readToken)
+	rform := url.Values{}
+	for k, v := range form {
+		rform[k] = v
+	}
+	rform.Set("csrf", reader.csrf("/ui/preview"))
+	res, _ := reader.post("/ui/preview", rform)
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "a reader may simulate, not save")
+	_, body = reader.get("/ui/preview?model=m1")
+	lacks(t, body, "Save this policy")
+
+	bad := url.Values{}
+	for k, v := range form {
+		bad[k] = v
+	}
+	bad.Set("policy", `{"retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}`)
+	res, body = writer.post("/ui/preview", bad)
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	contains(t, body, "policy.retry.backoff.multiplier: must be &gt;= 1, got 0.5")
+	require.Equal(t, "10m0s", time.Duration(b.get(t, "m1").Policy.Timeout).String(), "nothing saved")
+
+	res, _ = writer.post("/ui/preview", form)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Equal(t, "/ui/models/m1", res.Header.Get("Location"))
+	m := b.get(t, "m1")
+	require.Equal(t, "FREQ=HOURLY", m.Policy.Schedule)
+	_, body = writer.get("/ui/models/m1")
+	contains(t, body, "Saved the policy of m1.")
+
+	// The tag of the first save is stale now: a second save from the same
+	// page is refused.
+	form.Set("policy", `{"timeout": "20m"}`)
+	res, body = writer.post("/ui/preview", form)
+	require.Equal(t, http.StatusPreconditionFailed, res.StatusCode)
+	contains(t, body, "m1 has changed since this preview was opened")
+	require.Equal(t, "FREQ=HOURLY", b.get(t, "m1").Policy.Schedule)
+}
