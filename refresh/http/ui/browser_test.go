@@ -339,6 +339,8 @@ func TestBrowser(t *testing.T) {
 		step(t, ctx, "filter disabled",
 			chromedp.SetValue(`#state`, "disabled", chromedp.ByQuery),
 			chromedp.Submit(`#state`, chromedp.ByQuery),
+			// The page the form loads has the option selected in its HTML.
+			chromedp.WaitReady(`#state option[value=disabled][selected]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`table.models`, chromedp.ByQuery),
 			chromedp.Evaluate(`[...document.querySelectorAll("table.models tbody td:first-child a")].map(a => a.textContent)`, &ids))
 		require.Equal(t, []string{"import-7"}, ids)
