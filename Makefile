@@ -24,5 +24,8 @@ test:
 bench: build
 	WITH_SERVERS_DURABLE=1 scripts/with-servers.sh sh -c '$(GO) test -run "^$$" -bench . -benchmem ./... && bin/freshen bench && bin/freshen bench e2e -n 10000 && bin/freshen bench e2e -n 100000 && bin/freshen bench hostile'
 
+# demo runs the demo story, with the API and the dashboard on DEMO_ADDR
+# (open http://127.0.0.1:8080/ui/ while it runs).
+DEMO_ADDR ?= 127.0.0.1:8080
 demo: build
-	./bin/freshen demo
+	./bin/freshen demo --addr $(DEMO_ADDR)

@@ -137,6 +137,26 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 
 	started := 0 // attempts started so far
 	var pending []arrival
+	if st := spec.Model.State; st != nil {
+		if err := seed(ctx, store, spec.Model); err != nil {
+			return nil, err
+		}
+		timeline = timeline[:0] // the model is not new: no create entry
+		if st.AttemptUID != "" {
+			b := spec.Default
+			if len(spec.Attempts) > 0 {
+				b = spec.Attempts[0]
+			}
+			started++
+			job := refresh.Job{ModelID: spec.Model.ID, AttemptUID: st.AttemptUID, StartedAt: st.StartedAt}
+			if a, ok := deliver(job, b, timeout); ok {
+				if a.at.Before(spec.Start) {
+					a.at = spec.Start
+				}
+				pending = append(pending, a)
+			}
+		}
+	}
 	actions := spec.Actions
 	// work does everything due at the current instant once, and reports
 	// whether anything happened.
@@ -236,6 +256,22 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		now = next
 	}
 	return timeline, nil
+}
+
+// seed gives the model sm.State and sm.CreatedAt, as a write that
+// publishes nothing.
+func seed(ctx context.Context, store *memory.Store, sm SpecModel) error {
+	return store.Modify(ctx, []string{sm.ID}, func(found []refresh.Model) (refresh.Batch, error) {
+		if len(found) == 0 {
+			return refresh.Batch{}, refresh.Errorf(refresh.ENOTFOUND, "model %q not found", sm.ID)
+		}
+		m := found[0]
+		m.State = *sm.State
+		if !sm.CreatedAt.IsZero() {
+			m.CreatedAt = sm.CreatedAt
+		}
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
+	})
 }
 
 // deliver returns the outcome job's behaviour b produces and when it

@@ -31,6 +31,16 @@ type SpecModel struct {
 	Queue   string
 	Payload json.RawMessage
 	Policy  json.RawMessage
+	// State, if set, is where the model stands at Start, instead of where
+	// a new model would: Run creates the model, then gives it State and
+	// CreatedAt (the anchor of a schedule without DTSTART; zero: Start),
+	// and the timeline starts from there, without a create entry. A
+	// running attempt in State (AttemptUID set) counts as the first
+	// attempt: it behaves as Attempts[0] and its outcome arrives After its
+	// StartedAt, at Start at the earliest. Callers that project a real
+	// model ahead set it; the JSON spec has no such field.
+	State     *refresh.State
+	CreatedAt time.Time
 }
 
 // Behaviour is what one attempt does: its outcome and when it arrives.

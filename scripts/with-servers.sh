@@ -15,7 +15,8 @@
 #
 # It works as root (PostgreSQL then runs as the "postgres" user) and as a
 # normal user. When redis-server is missing and the script runs as root, it
-# installs it with apt-get; likewise PostgreSQL 15.
+# installs it with apt-get; likewise PostgreSQL 15, and Chromium for the
+# dashboard's browser tests (scripts/install-chromium.sh).
 #
 # PostgreSQL runs with fsync, synchronous_commit and full_page_writes off:
 # fast for tests, but not durable, and commits cost far less than in
@@ -114,6 +115,8 @@ fi
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
 	apt_install redis-server redis-tools || exit 1
 fi
+# Headless Chromium for the dashboard's browser tests; they skip without it.
+"$(dirname "$0")/install-chromium.sh" || log "no chromium: the browser tests will be skipped"
 if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
 	log "running as root but there is no postgres user to run PostgreSQL"
 	exit 1

@@ -216,13 +216,15 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 		}
-		srv := &http.Server{Handler: refreshhttp.NewServer(svc, refreshhttp.WithLogger(quiet)), ReadHeaderTimeout: 10 * time.Second}
+		api := refreshhttp.NewServer(svc, refreshhttp.WithLogger(quiet), refreshhttp.WithDeadLetters(redisQueue))
+		handler := withDashboard(api, svc, nil, redisQueue, client, queue.DefaultPrefix, quiet)
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		goRun(func() { _ = srv.Serve(ln) })
 		goRun(func() {
 			<-runCtx.Done()
 			_ = srv.Close()
 		})
-		view.printf("HTTP API on http://%s (try GET /models)\n\n", ln.Addr())
+		view.printf("HTTP API on http://%s (try GET /models); dashboard on http://%s/ui/\n\n", ln.Addr(), ln.Addr())
 	}
 
 	started := time.Now()

@@ -203,6 +203,9 @@ with the route's scope (read, write, admin) and, if the token has a prefix, a
 model id that starts with it. Without tokens, serve listens only on a loopback
 address unless --insecure is given.
 
+The dashboard is at /ui/: sign in there with a token (kept in a cookie for the
+browser session); its scopes and prefix apply as to the API.
+
 The --db-* settings apply to every database connection. The idle-in-transaction
 timeout ends the session, and releases the locks, of an instance stopped in the
 middle of a pass (SIGSTOP, a frozen VM); it is below the lock timeout so that an
@@ -469,7 +472,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.goLoop(func() { _ = publisher.Start(loopCtx) })
 	m.goLoop(func() { _ = m.queue.Heartbeat(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
-	m.router.open(api)
+	m.router.open(withDashboard(api, svc, m.auth, m.queue, m.client, c.RedisPrefix, log))
 	log.Info("serving", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
 		"batch_size", c.BatchSize, "max_sleep", c.MaxSleep)
 	return nil

@@ -318,3 +318,22 @@ func BenchmarkAuthRequire(b *testing.B) {
 		h.ServeHTTP(rec, req)
 	}
 }
+
+func TestAuthLookup(t *testing.T) {
+	t.Parallel()
+	a, err := refreshhttp.NewAuth([]refreshhttp.Token{
+		{Name: "ops", Hash: refreshhttp.HashToken("secret-ops"), Scopes: []refreshhttp.Scope{"admin"}},
+		{Name: "acme", Hash: refreshhttp.HashToken("secret-acme"), Scopes: []refreshhttp.Scope{"read"}, Prefix: "acme-"},
+	}, nil)
+	require.NoError(t, err)
+	p, ok := a.Lookup("secret-acme")
+	require.True(t, ok)
+	require.Equal(t, refreshhttp.Principal{Name: "acme", Scopes: []refreshhttp.Scope{"read"}, Prefix: "acme-"}, p)
+	p, ok = a.Lookup("secret-ops")
+	require.True(t, ok)
+	require.Equal(t, "ops", p.Name)
+	for _, unknown := range []string{"", "secret", "secret-ops ", "Bearer secret-ops"} {
+		_, ok := a.Lookup(unknown)
+		require.False(t, ok, "%q", unknown)
+	}
+}

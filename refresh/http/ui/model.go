@@ -1,0 +1,113 @@
+package ui
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/freshen-dev/freshen/refresh"
+	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
+)
+
+// action is a button of a model's page.
+type action struct {
+	Name  string
+	Label string
+	Hint  string
+	Class string
+}
+
+// actionsFor returns the actions that would change m, in the order shown.
+func actionsFor(m refresh.Model) []action {
+	var out []action
+	out = append(out, action{refresh.ActionTrigger, "Trigger now", "Start an attempt now; clears a disabled state and the failure streak, and supersedes a running attempt.", "primary"})
+	if m.Disabled() {
+		out = append(out, action{refresh.ActionEnable, "Enable", "Clear the disabled state and plan the next scheduled run.", ""})
+	}
+	if m.Paused {
+		out = append(out, action{refresh.ActionResume, "Resume", "Let attempts start again; an overdue run starts at once.", ""})
+	} else {
+		out = append(out, action{refresh.ActionPause, "Pause", "Stop new attempts from starting; a running one still finishes.", ""})
+	}
+	if !m.Disabled() && (m.Running() || m.AttemptNo > 0) {
+		out = append(out, action{refresh.ActionCancel, "Cancel", "Drop the running attempt and any pending retry; the next scheduled run stays.", "danger"})
+	}
+	return out
+}
+
+// modelPage is one model's page.
+type modelPage struct {
+	*frame
+	M        refresh.Model
+	Zone     *time.Location
+	State    state
+	NextRuns []time.Time
+	Attempts []refresh.Attempt
+	Actions  []action
+	// Projections are the simulated futures of the model.
+	Projections []projection
+	PreviewURL  string
+}
+
+// nextRuns is how many planned runs a model's page lists.
+const nextRuns = 5
+
+func (h *Handler) handleModel(w http.ResponseWriter, r *http.Request, v *viewer) {
+	id := r.PathValue("id")
+	if !refresh.ValidID(id) {
+		h.fail(w, r, v, http.StatusBadRequest, "id: "+refresh.IDRule)
+		return
+	}
+	ctx := r.Context()
+	m, err := h.svc.Store.Get(ctx, id)
+	if err != nil {
+		h.failErr(w, r, v, err)
+		return
+	}
+	history, err := h.svc.Store.History(ctx, id, historyLimit)
+	if err != nil {
+		h.failErr(w, r, v, err)
+		return
+	}
+	p := modelPage{frame: h.frame(w, r, v, m.ID), M: m, Zone: zoneOf(m), State: stateOf(m), Attempts: history,
+		Actions: actionsFor(m), PreviewURL: h.base + "/preview?model=" + url.QueryEscape(m.ID)}
+	p.Nav, p.Refresh = "models", 10
+	for _, t := range refreshhttp.NextRuns(m, p.Now, nextRuns) {
+		p.NextRuns = append(p.NextRuns, time.Time(t))
+	}
+	p.Projections = project(ctx, m, history, p.Now, h.svc.EffectiveLimits())
+	h.render(w, http.StatusOK, "model", p)
+}
+
+// actionWords are the past tense of the actions, for the message after one.
+var actionWords = map[string]string{
+	refresh.ActionTrigger: "Triggered", refresh.ActionEnable: "Enabled", refresh.ActionPause: "Paused",
+	refresh.ActionResume: "Resumed", refresh.ActionCancel: "Cancelled",
+}
+
+// handleAct applies an action of a model's page, then shows the page again
+// with what it did.
+func (h *Handler) handleAct(w http.ResponseWriter, r *http.Request, v *viewer) {
+	id, name := r.PathValue("id"), r.PathValue("action")
+	word, ok := actionWords[name]
+	if !ok {
+		h.fail(w, r, v, http.StatusNotFound, "There is no action "+shorten(name, 40)+": want trigger, enable, pause, resume or cancel.")
+		return
+	}
+	if !refresh.ValidID(id) {
+		h.fail(w, r, v, http.StatusBadRequest, "id: "+refresh.IDRule)
+		return
+	}
+	_, d, err := h.svc.Act(r.Context(), id, name)
+	if err != nil {
+		h.failErr(w, r, v, err)
+		return
+	}
+	h.log.Info("dashboard action", "token", v.Name, "model_id", id, "action", name, "changed", !d.Unchanged)
+	if d.Unchanged {
+		h.setFlash(w, r, "info", "Nothing changed: "+d.Why+".")
+	} else {
+		h.setFlash(w, r, "ok", word+" "+id+": "+d.Why+".")
+	}
+	http.Redirect(w, r, h.base+"/models/"+url.PathEscape(id), http.StatusSeeOther)
+}
