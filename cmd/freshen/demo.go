@@ -217,7 +217,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 		}
 		api := refreshhttp.NewServer(svc, refreshhttp.WithLogger(quiet), refreshhttp.WithDeadLetters(redisQueue))
-		handler := withDashboard(api, svc, nil, redisQueue, client, queue.DefaultPrefix, quiet)
+		handler := withDashboard(api, svc, nil, redisQueue, redisQueue, quiet)
 		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		goRun(func() { _ = srv.Serve(ln) })
 		goRun(func() {

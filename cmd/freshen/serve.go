@@ -472,7 +472,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.goLoop(func() { _ = publisher.Start(loopCtx) })
 	m.goLoop(func() { _ = m.queue.Heartbeat(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
-	m.router.open(withDashboard(api, svc, m.auth, m.queue, m.client, c.RedisPrefix, log))
+	m.router.open(withDashboard(api, svc, m.auth, m.queue, m.queue, log))
 	log.Info("serving", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
 		"batch_size", c.BatchSize, "max_sleep", c.MaxSleep)
 	return nil
