@@ -1,0 +1,160 @@
+package refresh
+
+import (
+	"fmt"
+	"time"
+)
+
+// This file holds DESIGN.md section 3's outcomes: how a worker's outcome is
+// fenced by the attempt uid, and the Success, Failure, Status and Stale
+// transitions.
+
+// ApplyOutcome applies a worker's outcome, fenced by the attempt uid: an
+// outcome for another attempt, for an idle model, or arriving at or after
+// the deadline is stale and changes nothing; Decision.Reason says which.
+//
+// The outcome counts at its arrival, o.ArrivedAt (now if zero): lateness is
+// judged then and the attempt ends then. Plans (the next run, a retry
+// delay) count from now, the time of the write.
+func ApplyOutcome(m Model, o Outcome, now time.Time) (Model, Decision) {
+	at := o.ArrivedAt
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	switch {
+	case o.AttemptUID == "":
+		return Stale(m, o, "the outcome names no attempt")
+	case !m.Running():
+		return Stale(m, o, "attempt "+o.AttemptUID+" is over: the model has no running attempt")
+	case o.AttemptUID != m.AttemptUID:
+		return Stale(m, o, "attempt "+o.AttemptUID+" is over: the current attempt is "+m.AttemptUID)
+	case !at.Before(m.DeadlineAt):
+		return Stale(m, o, "attempt "+o.AttemptUID+" is over: its outcome arrived at "+ts(at)+
+			", at or after its deadline "+ts(m.DeadlineAt)+", and the timeout wins")
+	}
+	var d Decision
+	switch o.Type {
+	case OutcomeSuccess:
+		m, d = success(m, at, now)
+	case OutcomeFailure:
+		retryable := o.Retryable == nil || *o.Retryable
+		m, d = fail(m, Failure{Kind: o.Kind, Message: o.Message, Retryable: retryable, UserMessage: o.UserMessage}, at, now)
+	case OutcomeStatus:
+		return Status(m, o.Message)
+	default:
+		return Stale(m, o, fmt.Sprintf("unknown outcome type %q", o.Type))
+	}
+	if at.Before(now) {
+		d.At = at
+	}
+	return m, d
+}
+
+// Stale records an outcome that does not apply, and why, in both
+// Decision.Reason and Decision.Why; the state is unchanged.
+func Stale(m Model, o Outcome, why string) (Model, Decision) {
+	if why == "" {
+		why = "the outcome does not apply to the model"
+	}
+	return m, Decision{Event: EventStale, Rule: "stale", UID: o.AttemptUID, Kind: o.Kind, Message: o.Message, Reason: why, Why: why}
+}
+
+// Success ends the running attempt successfully at now: the streak and
+// status_message are cleared and the next run is next(now), or nothing for
+// an on-demand model. last_error is kept for display.
+func Success(m Model, now time.Time) (Model, Decision) { return success(m, now, now) }
+
+// success ends the attempt at its arrival at and plans from now.
+func success(m Model, at, now time.Time) (Model, Decision) {
+	d := Decision{Event: EventSuccess, Rule: "success", UID: m.AttemptUID, AttemptNo: m.AttemptNo}
+	m.idle()
+	m.AttemptNo = 0
+	m.ConsecutiveFailures = 0
+	m.FailingSince = time.Time{}
+	m.LastSuccessAt = at
+	m.RefreshAt = m.nextOrZero(now)
+	d.Why = "succeeded; next run " + ts(m.RefreshAt)
+	return m, d
+}
+
+// Status records the running attempt's progress text and nothing else; it
+// lasts until the attempt ends.
+func Status(m Model, message string) (Model, Decision) {
+	m.StatusMessage = message
+	return m, Decision{Event: EventStatus, Rule: "status", UID: m.AttemptUID, AttemptNo: m.AttemptNo, Message: message, Why: "progress: " + message}
+}
+
+// Failed ends the running attempt with failure f at now (status_message
+// cleared) and decides, by the first rule of DESIGN.md section 3 that
+// applies, whether to disable, wait for the next round, or retry (aligned
+// with the schedule or not). A disable's reason is f.UserMessage if set,
+// else the policy's DisabledReason; either is cut to the policy's bound
+// (Limits.MaxReasonBytes).
+func Failed(m Model, f Failure, now time.Time) (Model, Decision) {
+	return fail(m, f, now, now)
+}
+
+// fail ends the attempt with f at its arrival at: the streak, the last
+// error, give_up_after and the disable are judged at at; the plans (the
+// next occurrence, the retry time) count from now.
+func fail(m Model, f Failure, at, now time.Time) (Model, Decision) {
+	p := m.Policy
+	n := m.AttemptNo
+	d := Decision{Event: EventFailure, UID: m.AttemptUID, AttemptNo: n, Kind: f.Kind, Message: f.Message}
+	m.idle()
+	m.ConsecutiveFailures++
+	if m.FailingSince.IsZero() {
+		m.FailingSince = at
+	}
+	m.LastError = &LastError{Kind: f.Kind, Message: f.Message, At: at}
+	next, hasNext := m.Next(now)
+
+	disable := func(rule, why string) (Model, Decision) {
+		m.RefreshAt = time.Time{}
+		m.DisabledAt = at
+		if f.UserMessage != "" {
+			m.DisabledReason = p.fitReason(f.UserMessage)
+		} else {
+			m.DisabledReason = p.DisabledReason(m.ConsecutiveFailures, f.Message, m.FailingSince)
+		}
+		d.Plan, d.Rule, d.Why, d.Reason = DecisionDisable, rule, why, m.DisabledReason
+		return m, d
+	}
+
+	if ok, why := p.Retryable(f.Kind, f.Retryable); !ok {
+		return disable("failure.1 not retryable", why)
+	}
+	if giveUp := time.Duration(p.GiveUpAfter); giveUp > 0 {
+		if streak := at.Sub(m.FailingSince); streak >= giveUp {
+			return disable("failure.2 give_up_after", fmt.Sprintf("failing for %s since %s, give_up_after is %s", streak, ts(m.FailingSince), p.GiveUpAfter))
+		}
+	}
+	if max := p.MaxRetries(); n > max {
+		if p.OnExhausted == ExhaustedWaitNext && hasNext {
+			m.AttemptNo = 0
+			m.RefreshAt = next
+			d.Plan, d.Rule = DecisionWaitNext, "failure.3 exhausted, wait_next"
+			d.Why = fmt.Sprintf("attempt %d > max_retries %d; new round at the next occurrence %s", n, max, ts(next))
+			return m, d
+		}
+		why := fmt.Sprintf("attempt %d > max_retries %d", n, max)
+		if p.OnExhausted == ExhaustedWaitNext {
+			why += " and the schedule has no next occurrence"
+		}
+		return disable("failure.3 exhausted", why)
+	}
+	delay := p.Delay(n, m.ID, m.ConsecutiveFailures, m.FailingSince)
+	r := now.Add(delay)
+	d.Delay = delay
+	if p.Aligned() && hasNext && r.Add(time.Duration(p.Timeout)).After(next) {
+		m.RefreshAt = next
+		d.Plan, d.Rule = DecisionRetryAligned, "failure.4 retry aligned"
+		d.Why = fmt.Sprintf("retry %d after %s would run until %s, past the next occurrence %s, which counts as the retry",
+			n, delay, ts(r.Add(time.Duration(p.Timeout))), ts(next))
+		return m, d
+	}
+	m.RefreshAt = r
+	d.Plan, d.Rule = DecisionRetry, "failure.4 retry"
+	d.Why = fmt.Sprintf("retry %d of %d after %s at %s", n, p.MaxRetries(), delay, ts(r))
+	return m, d
+}
