@@ -38,8 +38,10 @@ func (m Model) CanStart(now time.Time) bool {
 }
 
 // Start starts attempt uid: attempt_no += 1, deadline_at = refresh_at =
-// now + timeout, status_message cleared. It changes nothing
-// (Decision.Event "") unless CanStart.
+// now + timeout, status_message cleared (and waiting_for_slot). It changes
+// nothing (Decision.Event "") unless CanStart. It judges neither the
+// catch-up window nor the concurrency limits: the scheduler calls Tick,
+// which does.
 func Start(m Model, uid string, now time.Time) (Model, Decision) {
 	if !m.CanStart(now) {
 		return m, Decision{}
@@ -51,6 +53,7 @@ func Start(m Model, uid string, now time.Time) (Model, Decision) {
 	m.DeadlineAt = now.Add(timeout)
 	m.RefreshAt = m.DeadlineAt
 	m.StatusMessage = ""
+	m.WaitingForSlot, m.OffSchedule = false, false
 	return m, Decision{
 		Event: EventStart, Rule: "start", UID: uid, AttemptNo: m.AttemptNo,
 		Why: fmt.Sprintf("attempt %d starts, deadline %s", m.AttemptNo, ts(m.DeadlineAt)),
