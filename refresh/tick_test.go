@@ -214,3 +214,48 @@ func TestSlotWaitEnds(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTick measures what the scheduler applies to a due model: the
+// start of a model without extensions (as Start alone), and of one that
+// uses them all (freshness, debounce, catch-up, spread), and a late start
+// the catch-up window skips.
+func BenchmarkTick(b *testing.B) {
+	now := morning
+	const all = `, "timeout": "1h", "max_age": "P1D", "max_lateness": "1h", "spread": "1h",
+		"trigger_debounce": {"quiet": "30s", "max_wait": "5m"}}`
+	plain := transitionModel(b, `{`+parisSchedule+`, "timeout": "1h"}`)
+	plain.RefreshAt = now
+	ext := transitionModel(b, `{`+parisSchedule+all)
+	ext.LastSuccessAt, ext.RefreshAt = now.Add(-time.Hour), now
+	late := ext
+	late.RefreshAt = occMorning.Add(ext.SpreadOffset()).Add(-48 * time.Hour)
+	benches := []struct {
+		name  string
+		m     refresh.Model
+		event string
+	}{
+		{"start/plain", plain, refresh.EventStart},
+		{"start/extensions", ext, refresh.EventStart},
+		{"skip/extensions", late, refresh.EventSkip},
+	}
+	in := refresh.TickInput{UID: "u1"}
+	for _, bb := range benches {
+		b.Run(bb.name, func(b *testing.B) {
+			if _, d := refresh.Tick(bb.m, in, now); d.Event != bb.event {
+				b.Fatalf("event %q, want %q", d.Event, bb.event)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				benchModel, benchDecision = refresh.Tick(bb.m, in, now)
+			}
+		})
+	}
+	b.Run("due_at/extensions", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			benchTime = ext.DueAt()
+		}
+	})
+}
+
+var benchTime time.Time
