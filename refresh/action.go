@@ -34,7 +34,7 @@ func TriggerFrom(m Model, cause string, now time.Time) (Model, Decision) {
 		return m, Decision{Event: EventTrigger, Rule: "trigger", Cause: cause, Unchanged: true,
 			Why: "disabled: an upstream trigger leaves it disabled (an enable or an API trigger clears it)"}
 	}
-	if m.Policy.TriggerDebounce != nil {
+	if m.Policy.Debounced() {
 		return DebounceTrigger(m, cause, now)
 	}
 	d := Decision{Event: EventTrigger, Rule: "trigger", Cause: cause, Why: "refresh requested"}

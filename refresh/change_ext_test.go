@@ -136,7 +136,7 @@ func TestNewEventsExtensions(t *testing.T) {
 	require.Empty(t, e.AttemptUID)
 
 	up := extModel(t, "m4")
-	up.Policy.TriggerDebounce = nil
+	up.Policy.TriggerDebounce = Debounce{}
 	up.Upstreams = []string{"orders"}
 	ut, ud := UpstreamTrigger(up, map[string]Upstream{"orders": {ID: "orders", LastChangedAt: changeNow}}, "orders", changeNow)
 	e = NewEvent(ut, ud, changeNow)

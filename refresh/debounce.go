@@ -27,10 +27,10 @@ import (
 // model disabled when it takes effect. Without trigger_debounce it is
 // TriggerFrom.
 func DebounceTrigger(m Model, cause string, now time.Time) (Model, Decision) {
-	db := m.Policy.TriggerDebounce
-	if db == nil {
+	if !m.Policy.Debounced() {
 		return TriggerFrom(m, cause, now)
 	}
+	db := m.Policy.TriggerDebounce
 	d := Decision{Event: EventTrigger, Rule: "trigger.debounce", Cause: cause}
 	opened := m.DebounceAt.IsZero()
 	switch {

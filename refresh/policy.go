@@ -44,9 +44,10 @@ type Policy struct {
 	// its last success (or its creation, if it never succeeded). 0: no
 	// promise.
 	MaxAge Duration `json:"max_age,omitzero"`
-	// TriggerDebounce, if set, gathers the triggers that come close
-	// together into one.
-	TriggerDebounce *Debounce `json:"trigger_debounce,omitempty"`
+	// TriggerDebounce, if set (not zero), gathers the triggers that come
+	// close together into one. A value, not a pointer, so that a copy of a
+	// Policy shares nothing.
+	TriggerDebounce Debounce `json:"trigger_debounce,omitzero"`
 	// MaxSnooze bounds how long a round may snooze, from its first snooze;
 	// 0 stands for DefaultMaxSnooze (see SnoozeBound).
 	MaxSnooze Duration `json:"max_snooze,omitzero"`
@@ -118,11 +119,14 @@ type Backoff struct {
 
 // Debounce is the policy's trigger_debounce: a trigger takes effect once
 // no other came for Quiet, and at the latest MaxWait after the first one
-// of its window. 0 < Quiet <= MaxWait.
+// of its window. 0 < Quiet <= MaxWait; the zero value means no debounce.
 type Debounce struct {
 	Quiet   Duration `json:"quiet"`
 	MaxWait Duration `json:"max_wait"`
 }
+
+// Debounced reports whether the policy debounces triggers.
+func (p Policy) Debounced() bool { return p.TriggerDebounce != (Debounce{}) }
 
 // DefaultMaxSnooze is how long a round may snooze when the policy leaves
 // max_snooze out.
@@ -769,7 +773,7 @@ func (p Policy) check(lim Limits, bad map[string]bool, errs *errorList) {
 func (p Policy) checkExtensions(c *checker, lim Limits) {
 	long := Duration(lim.MaxGiveUpAfter)
 	c.optional("max_age", p.MaxAge, long)
-	if db := p.TriggerDebounce; db != nil {
+	if db := p.TriggerDebounce; p.Debounced() {
 		c.positive("trigger_debounce.quiet", db.Quiet, Duration(lim.MaxDelay))
 		c.positive("trigger_debounce.max_wait", db.MaxWait, Duration(lim.MaxDelay))
 		if db.Quiet > db.MaxWait && db.MaxWait > 0 && !c.skip("trigger_debounce.max_wait") {
@@ -1083,7 +1087,7 @@ func (d *policyDecoder) policy(data []byte) Policy {
 		"disabled_message": func(path string, v json.RawMessage) { d.str(path, v, &p.DisabledMessage) },
 		"max_age":          func(path string, v json.RawMessage) { d.optional(path, v, &p.MaxAge) },
 		"trigger_debounce": func(path string, v json.RawMessage) {
-			db := new(Debounce)
+			var db Debounce
 			var hasQuiet, hasMaxWait bool
 			ok := d.object(path, v, map[string]func(string, json.RawMessage){
 				"quiet":    func(path string, v json.RawMessage) { hasQuiet = d.duration(path, v, &db.Quiet) },
@@ -1101,6 +1105,10 @@ func (d *policyDecoder) policy(data []byte) Policy {
 				}
 			}
 			p.TriggerDebounce = db
+			if !p.Debounced() && hasQuiet && hasMaxWait { // zeros would read back as left out
+				d.fail(path+".quiet", "must be > 0, got 0s")
+				d.fail(path+".max_wait", "must be > 0, got 0s")
+			}
 		},
 		"max_snooze":   func(path string, v json.RawMessage) { d.optional(path, v, &p.MaxSnooze) },
 		"spread":       func(path string, v json.RawMessage) { d.optional(path, v, &p.Spread) },

@@ -42,6 +42,8 @@ func TestParsePolicyExtensions(t *testing.T) {
 			want: fe("trigger_debounce.quiet", "required")},
 		{name: "debounce both missing", in: `{"trigger_debounce": {}}`,
 			want: fe("trigger_debounce.quiet", "required", "trigger_debounce.max_wait", "required")},
+		{name: "debounce both zero", in: `{"trigger_debounce": {"quiet": "0s", "max_wait": "0s"}}`,
+			want: fe("trigger_debounce.quiet", "must be > 0, got 0s", "trigger_debounce.max_wait", "must be > 0, got 0s")},
 		{name: "debounce quiet zero", in: `{"trigger_debounce": {"quiet": "0s", "max_wait": "5m"}}`,
 			want: fe("trigger_debounce.quiet", "must be > 0, got 0s")},
 		{name: "debounce negative max_wait", in: `{"trigger_debounce": {"quiet": "1s", "max_wait": "-5m"}}`,
@@ -104,7 +106,8 @@ func TestParsePolicyExtensionValues(t *testing.T) {
 	p := mustPolicy(t, `{"schedule": "FREQ=DAILY;BYHOUR=6", "max_age": "PT2H", "trigger_debounce": {"quiet": "30s", "max_wait": "5m"},
 		"max_snooze": "P2D", "spread": "1h", "max_lateness": "30m"}`)
 	require.Equal(t, dur(2*time.Hour), p.MaxAge)
-	require.Equal(t, &refresh.Debounce{Quiet: dur(30 * time.Second), MaxWait: dur(5 * time.Minute)}, p.TriggerDebounce)
+	require.Equal(t, refresh.Debounce{Quiet: dur(30 * time.Second), MaxWait: dur(5 * time.Minute)}, p.TriggerDebounce)
+	require.True(t, p.Debounced())
 	require.Equal(t, dur(48*time.Hour), p.MaxSnooze)
 	require.Equal(t, 48*time.Hour, p.SnoozeBound())
 	require.Equal(t, dur(time.Hour), p.Spread)
@@ -159,13 +162,12 @@ func TestPolicyValidateExtensions(t *testing.T) {
 	p := refresh.DefaultPolicy()
 	require.NoError(t, p.Validate(refresh.DefaultLimits()), "zero values are not used, not refused")
 	p.MaxAge = dur(-time.Second)
-	p.TriggerDebounce = &refresh.Debounce{}
+	p.TriggerDebounce = refresh.Debounce{MaxWait: dur(time.Minute)}
 	p.Spread = dur(time.Hour)
 	err := p.Validate(refresh.DefaultLimits())
 	require.Equal(t, &refresh.ValidationError{Fields: []refresh.FieldError{
 		{Field: "max_age", Rule: "must be > 0, got -1s"},
 		{Field: "trigger_debounce.quiet", Rule: "must be > 0, got 0s"},
-		{Field: "trigger_debounce.max_wait", Rule: "must be > 0, got 0s"},
 		{Field: "spread", Rule: "needs a schedule"},
 	}}, err)
 }
