@@ -102,6 +102,13 @@ func TestUpstreamTrigger(t *testing.T) {
 				m.DisabledAt, m.DisabledReason, m.RefreshAt, m.AttemptNo = now.Add(-time.Hour), "gone", null, 3
 				return m
 			}},
+		{name: "a disabled dependent that debounces opens no window", ups: changed, from: "orders", rule: "trigger", noop: true,
+			why: "leaves it disabled",
+			state: func(t *testing.T, m refresh.Model) refresh.Model {
+				m.Policy = mustPolicy(t, `{`+parisSchedule+`, "trigger_debounce": {"quiet": "1m", "max_wait": "10m"}}`)
+				m.DisabledAt, m.DisabledReason, m.RefreshAt = now.Add(-time.Hour), "gone", null
+				return m
+			}},
 		{name: "with debounce: through the window", ups: changed, from: "orders", rule: "trigger.debounce", why: "opens a debounce window",
 			state: func(t *testing.T, m refresh.Model) refresh.Model {
 				m.Policy = mustPolicy(t, `{`+parisSchedule+`, "trigger_debounce": {"quiet": "1m", "max_wait": "10m"}}`)
@@ -337,4 +344,20 @@ func TestCheckUpstreamCycle(t *testing.T) {
 	require.Equal(t, []string{"raw"}, graph["orders"], "graph is not modified")
 	_, has := graph["report"]
 	require.False(t, has)
+}
+
+// TestBulkTrigger checks that a trigger of a bulk action is an API trigger
+// with its cause: it clears a disabled model.
+func TestBulkTrigger(t *testing.T) {
+	t.Parallel()
+	m := transitionModel(t, `{`+parisSchedule+`}`)
+	m.DisabledAt, m.DisabledReason, m.AttemptNo, m.ConsecutiveFailures = morning.Add(-time.Hour), "gone", 3, 3
+	got, d := refresh.TriggerFrom(m, refresh.CauseBulk, morning)
+	require.Equal(t, refresh.EventTrigger, d.Event)
+	require.Equal(t, refresh.CauseBulk, d.Cause)
+	require.False(t, d.Unchanged)
+	require.False(t, got.Disabled())
+	requireTime(t, morning, got.RefreshAt)
+	api, _ := refresh.Trigger(m, morning)
+	requireModel(t, api, got)
 }
