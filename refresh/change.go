@@ -4,6 +4,7 @@ import "time"
 
 // NewEvent describes decision d, taken at now, with the state of m after it.
 // The event's time is d.At when set (an outcome's arrival), else now.
+// d.Also is not described: see NewEvents.
 func NewEvent(m Model, d Decision, now time.Time) Event {
 	at := now
 	if !d.At.IsZero() {
@@ -14,7 +15,61 @@ func NewEvent(m Model, d Decision, now time.Time) Event {
 		Kind: d.Kind, Message: d.Message, Reason: d.Reason, Delay: d.Delay,
 		AttemptNo: m.AttemptNo, AttemptUID: d.UID, AttemptDeadlineAt: utc(d.Deadline),
 		RefreshAt: utc(m.RefreshAt), DeadlineAt: utc(m.DeadlineAt), Disabled: m.Disabled(),
+		Cause: d.Cause, Upstream: d.Upstream, Unchanged: d.DataUnchanged, Until: utc(d.Until),
+		OverdueSince: utc(d.OverdueSince), OverdueFor: d.OverdueFor, State: d.Phase, Missed: d.Missed,
+		DebounceAt: utc(m.DebounceAt), WaitingForSlot: m.WaitingForSlot,
 	}
+}
+
+// NewEvents returns the events decision d publishes, in order: its own
+// and, if set, that of d.Also (a freshness_restored after its success),
+// both with the state of m after the transition. It returns none for a
+// decision with no event or one that changed nothing.
+func NewEvents(m Model, d Decision, now time.Time) []Event {
+	if d.Event == "" || d.Unchanged {
+		return nil
+	}
+	events := []Event{NewEvent(m, d, now)}
+	if d.Also != nil && d.Also.Event != "" {
+		events = append(events, NewEvent(m, *d.Also, now))
+	}
+	return events
+}
+
+// FreshnessKey returns the webhook idempotency key of a freshness event,
+// "{model_id}:{event}:{overdue_since}" with overdue_since in RFC 3339 (UTC,
+// to the nanosecond if it has any), e.g.
+// "bigtable-1:freshness_lost:2026-03-02T07:00:00Z", and "" for any other
+// event. The freshness_lost and the freshness_restored of one episode
+// carry the same overdue_since, and no other episode of the model does.
+func (e Event) FreshnessKey() string {
+	if e.Type != EventFreshnessLost && e.Type != EventFreshnessRestored {
+		return ""
+	}
+	return e.ModelID + ":" + e.Type + ":" + e.OverdueSince.UTC().Format(time.RFC3339Nano)
+}
+
+// EventRevocation returns the notice that event e ended its attempt
+// without an outcome, and false if it did not: a trigger or a debounce
+// that superseded a running attempt (RevokedSuperseded), a cancel
+// (RevokedCancelled), a delete (RevokedDeleted). The Publisher revokes
+// these attempts after it publishes the events.
+func EventRevocation(e Event) (Revocation, bool) {
+	if e.AttemptUID == "" {
+		return Revocation{}, false
+	}
+	var reason string
+	switch e.Type {
+	case EventTrigger, EventDebounce:
+		reason = RevokedSuperseded
+	case EventCancel:
+		reason = RevokedCancelled
+	case EventDelete:
+		reason = RevokedDeleted
+	default:
+		return Revocation{}, false
+	}
+	return Revocation{ModelID: e.ModelID, AttemptUID: e.AttemptUID, Reason: reason, DeadlineAt: e.AttemptDeadlineAt}, true
 }
 
 // utc returns t in UTC, and the zero time as it is.
@@ -30,12 +85,19 @@ func utc(t time.Time) time.Time {
 const (
 	AttemptSuperseded = "superseded"
 	AttemptCancelled  = "cancelled"
+	// AttemptSnoozed: the attempt ended with a snooze.
+	AttemptSnoozed = "snoozed"
+	// AttemptUnchanged: the attempt succeeded and said the data did not
+	// change.
+	AttemptUnchanged = "unchanged"
 )
 
 // historyRow returns the history row decision d touches, if any: a start
-// inserts one, the end of an attempt (outcome, timeout, supersession,
-// cancellation) completes it. before is the model before the transition,
-// after the model after it.
+// inserts one, the end of an attempt (outcome, timeout, supersession by a
+// trigger or a debounce, cancellation, snooze) completes it. before is the
+// model before the transition, after the model after it. Events that
+// concern no attempt (skip, wait, freshness, a debounced trigger that
+// supersedes nothing yet) touch no row.
 func historyRow(before, after Model, d Decision, now time.Time) *Attempt {
 	if d.UID == "" {
 		return nil
@@ -51,9 +113,14 @@ func historyRow(before, after Model, d Decision, now time.Time) *Attempt {
 	switch d.Event {
 	case EventSuccess:
 		a.Outcome = EventSuccess
+		if d.DataUnchanged {
+			a.Outcome = AttemptUnchanged
+		}
 	case EventFailure, EventTimeout:
 		a.Outcome, a.ErrorKind, a.ErrorMessage, a.Decision, a.Delay = d.Event, d.Kind, d.Message, d.Plan, d.Delay
-	case EventTrigger:
+	case EventSnooze:
+		a.Outcome = AttemptSnoozed
+	case EventTrigger, EventDebounce:
 		a.Outcome = AttemptSuperseded
 	case EventCancel:
 		a.Outcome = AttemptCancelled
@@ -78,7 +145,7 @@ func (c *changes) add(before, after Model, d Decision, now time.Time) {
 	if d.Event == "" || d.Unchanged {
 		return
 	}
-	c.Events = append(c.Events, NewEvent(after, d, now))
+	c.Events = append(c.Events, NewEvents(after, d, now)...)
 	if d.Event == EventStale {
 		return
 	}

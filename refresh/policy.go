@@ -37,6 +37,28 @@ type Policy struct {
 	// placeholders {attempts}, {error} and {since}.
 	DisabledMessage string `json:"disabled_message"`
 
+	// The extensions of DESIGN.md section 6. Each is optional: its zero
+	// value is today's behaviour and is left out of the JSON form.
+
+	// MaxAge is the freshness promise: the model is overdue max_age after
+	// its last success (or its creation, if it never succeeded). 0: no
+	// promise.
+	MaxAge Duration `json:"max_age,omitzero"`
+	// TriggerDebounce, if set (not zero), gathers the triggers that come
+	// close together into one. A value, not a pointer, so that a copy of a
+	// Policy shares nothing.
+	TriggerDebounce Debounce `json:"trigger_debounce,omitzero"`
+	// MaxSnooze bounds how long a round may snooze, from its first snooze;
+	// 0 stands for DefaultMaxSnooze (see SnoozeBound).
+	MaxSnooze Duration `json:"max_snooze,omitzero"`
+	// Spread shifts every occurrence of the schedule by the model's offset,
+	// (FNV-1a 64 of the model id) mod spread in whole seconds. 0: none.
+	Spread Duration `json:"spread,omitzero"`
+	// MaxLateness is the catch-up window: a start planned at a scheduled
+	// occurrence and found more than max_lateness after it is skipped. 0:
+	// never skipped.
+	MaxLateness Duration `json:"max_lateness,omitzero"`
+
 	// bounds are the global limits the policy was checked against that
 	// bound its later use (see WithLimits).
 	bounds policyBounds
@@ -93,6 +115,30 @@ type Backoff struct {
 	// MaxDelay caps every delay (before jitter).
 	MaxDelay   Duration `json:"max_delay"`
 	MaxRetries int      `json:"max_retries"`
+}
+
+// Debounce is the policy's trigger_debounce: a trigger takes effect once
+// no other came for Quiet, and at the latest MaxWait after the first one
+// of its window. 0 < Quiet <= MaxWait; the zero value means no debounce.
+type Debounce struct {
+	Quiet   Duration `json:"quiet"`
+	MaxWait Duration `json:"max_wait"`
+}
+
+// Debounced reports whether the policy debounces triggers.
+func (p Policy) Debounced() bool { return p.TriggerDebounce != (Debounce{}) }
+
+// DefaultMaxSnooze is how long a round may snooze when the policy leaves
+// max_snooze out.
+const DefaultMaxSnooze = 24 * time.Hour
+
+// SnoozeBound returns max_snooze, or DefaultMaxSnooze if the policy leaves
+// it out.
+func (p Policy) SnoozeBound() time.Duration {
+	if p.MaxSnooze > 0 {
+		return time.Duration(p.MaxSnooze)
+	}
+	return DefaultMaxSnooze
 }
 
 // On-exhausted behaviours.
@@ -177,13 +223,15 @@ func (p Policy) Validate(lim Limits) error {
 // and on the creation time of the model, created (which anchors a schedule
 // without DTSTART; for a new model, now): the schedule must have an
 // occurrence at or after now ("schedule: rule has no occurrence after
-// <now>", e.g. an UNTIL in the past), and must be no denser than
-// lim.MinInterval. It returns a *ValidationError naming the field, or nil.
-// An on-demand policy passes.
+// <now>", e.g. an UNTIL in the past), must be no denser than
+// lim.MinInterval, and spread must be below its shortest gap ("spread: must
+// be less than the schedule's shortest gap between occurrences, ...").
+// It returns a *ValidationError naming the field, or nil. An on-demand
+// policy passes.
 //
-// A write that sets the schedule (a create, a replace, a patch of schedule
-// or timezone) calls ParsePolicy, then CheckAt with the time of the
-// request; the simulator checks at the spec's start.
+// A write that sets the schedule (a create, a replace, a patch of
+// schedule, timezone or spread) calls ParsePolicy, then CheckAt with the
+// time of the request; the simulator checks at the spec's start.
 func (p Policy) CheckAt(now, created time.Time, lim Limits) error {
 	lim = lim.orDefault()
 	if p.Schedule == "" {
@@ -197,11 +245,33 @@ func (p Policy) CheckAt(now, created time.Time, lim Limits) error {
 	default:
 		if _, ok := s.First(now); !ok {
 			errs.add("schedule", "%s after %s", rrule.ErrNoOccurrence, ts(now))
-		} else if rule := checkMinInterval(s, now, lim.MinInterval); rule != "" {
+			break
+		}
+		if rule := checkMinInterval(s, now, lim.MinInterval); rule != "" {
 			errs.add("schedule", "%s", rule)
+		}
+		if rule := checkSpread(s, now, p.Spread); rule != "" {
+			errs.add("spread", "%s", rule)
 		}
 	}
 	return errs.err()
+}
+
+// checkSpread returns the rule a spread breaks, e.g. "must be less than
+// the schedule's shortest gap between occurrences, 1h0m0s, got 2h": the
+// shifted occurrences must keep their order, so spread must be below the
+// smallest distance between consecutive occurrences of s among the first
+// 1,000 at or after now (the measure of the minimum schedule interval). It
+// returns "" for a spread that fits, or none.
+func checkSpread(s *rrule.Schedule, now time.Time, spread Duration) string {
+	if spread <= 0 {
+		return ""
+	}
+	gap, ok := s.MinGap(now.Add(-time.Nanosecond), minIntervalOccurrences)
+	if !ok || time.Duration(spread) < gap {
+		return ""
+	}
+	return fmt.Sprintf("must be less than the schedule's shortest gap between occurrences, %s, got %s", Duration(gap), spread)
 }
 
 // minIntervalOccurrences is how many occurrences after a write the minimum
@@ -694,6 +764,34 @@ func (p Policy) check(lim Limits, bad map[string]bool, errs *errorList) {
 	}
 	c.between("give_up_after", p.GiveUpAfter, Duration(lim.MaxGiveUpAfter))
 	c.template("disabled_message", p.DisabledMessage, lim)
+	p.checkExtensions(&c, lim)
+}
+
+// checkExtensions adds the rules of the section 6 fields. Their zero value
+// means "not used"; ParsePolicy refuses a zero written out (the decoder
+// reports "must be > 0, got 0s"), since it would read back as left out.
+func (p Policy) checkExtensions(c *checker, lim Limits) {
+	long := Duration(lim.MaxGiveUpAfter)
+	c.optional("max_age", p.MaxAge, long)
+	if db := p.TriggerDebounce; p.Debounced() {
+		c.positive("trigger_debounce.quiet", db.Quiet, Duration(lim.MaxDelay))
+		c.positive("trigger_debounce.max_wait", db.MaxWait, Duration(lim.MaxDelay))
+		if db.Quiet > db.MaxWait && db.MaxWait > 0 && !c.skip("trigger_debounce.max_wait") {
+			c.add("trigger_debounce.quiet", "must be <= max_wait (%s), got %s", db.MaxWait, db.Quiet)
+		}
+	}
+	c.optional("max_snooze", p.MaxSnooze, long)
+	if c.optional("spread", p.Spread, Duration(lim.MaxDelay)) && p.Spread > 0 {
+		switch {
+		case p.Schedule == "" && !c.skip("schedule"):
+			c.add("spread", "needs a schedule")
+		case time.Duration(p.Spread)%time.Second != 0:
+			c.add("spread", "must be a whole number of seconds, got %s", p.Spread)
+		}
+	}
+	if c.optional("max_lateness", p.MaxLateness, long) && p.MaxLateness > 0 && p.Schedule == "" && !c.skip("schedule") {
+		c.add("max_lateness", "needs a schedule")
+	}
 }
 
 // checker collects broken rules.
@@ -734,6 +832,30 @@ func (c *checker) between(field string, d, limit Duration) {
 	case d > limit:
 		c.add(field, "must be <= %s, got %s", limit, d)
 	}
+}
+
+// optional checks an optional duration, whose 0 means "not used":
+// 0 <= d <= limit, with the rule of a value that must be > 0 when set. It
+// reports whether d is within its bounds.
+func (c *checker) optional(field string, d, limit Duration) bool {
+	switch {
+	case d < 0:
+		c.add(field, "must be > 0, got %s", d)
+	case d > limit:
+		c.add(field, "must be <= %s, got %s", limit, d)
+	default:
+		return true
+	}
+	return false
+}
+
+// positive checks 0 < d <= limit.
+func (c *checker) positive(field string, d, limit Duration) {
+	if d == 0 {
+		c.add(field, "must be > 0, got %s", d)
+		return
+	}
+	c.optional(field, d, limit)
 }
 
 // length checks that a list has at most max entries, and reports whether
@@ -963,6 +1085,34 @@ func (d *policyDecoder) policy(data []byte) Policy {
 		"on_exhausted":     func(path string, v json.RawMessage) { d.str(path, v, &p.OnExhausted) },
 		"give_up_after":    func(path string, v json.RawMessage) { d.duration(path, v, &p.GiveUpAfter) },
 		"disabled_message": func(path string, v json.RawMessage) { d.str(path, v, &p.DisabledMessage) },
+		"max_age":          func(path string, v json.RawMessage) { d.optional(path, v, &p.MaxAge) },
+		"trigger_debounce": func(path string, v json.RawMessage) {
+			var db Debounce
+			var hasQuiet, hasMaxWait bool
+			ok := d.object(path, v, map[string]func(string, json.RawMessage){
+				"quiet":    func(path string, v json.RawMessage) { hasQuiet = d.duration(path, v, &db.Quiet) },
+				"max_wait": func(path string, v json.RawMessage) { hasMaxWait = d.duration(path, v, &db.MaxWait) },
+			})
+			if !ok {
+				return
+			}
+			for _, m := range []struct {
+				name string
+				has  bool
+			}{{"quiet", hasQuiet}, {"max_wait", hasMaxWait}} {
+				if f := path + "." + m.name; !m.has && !d.bad[f] {
+					d.fail(f, "required")
+				}
+			}
+			p.TriggerDebounce = db
+			if !p.Debounced() && hasQuiet && hasMaxWait { // zeros would read back as left out
+				d.fail(path+".quiet", "must be > 0, got 0s")
+				d.fail(path+".max_wait", "must be > 0, got 0s")
+			}
+		},
+		"max_snooze":   func(path string, v json.RawMessage) { d.optional(path, v, &p.MaxSnooze) },
+		"spread":       func(path string, v json.RawMessage) { d.optional(path, v, &p.Spread) },
+		"max_lateness": func(path string, v json.RawMessage) { d.optional(path, v, &p.MaxLateness) },
 	})
 
 	// A default never breaks a limit: tighter limits shrink the defaults.
@@ -1143,6 +1293,14 @@ func (d *policyDecoder) duration(path string, v json.RawMessage, dst *Duration) 
 	}
 	*dst = x
 	return true
+}
+
+// optional decodes an optional duration, whose 0 would read back as left
+// out: a 0 written out is refused.
+func (d *policyDecoder) optional(path string, v json.RawMessage, dst *Duration) {
+	if d.duration(path, v, dst) && *dst == 0 {
+		d.fail(path, "must be > 0, got 0s")
+	}
 }
 
 // strs decodes an array of at most lim.MaxKinds strings; it reports whether

@@ -72,6 +72,10 @@ const (
 	OutcomeSuccess = "success"
 	OutcomeFailure = "failure"
 	OutcomeStatus  = "status"
+	// OutcomeSnooze says "the input is not ready": the attempt ends and
+	// the model tries again later (DESIGN.md section 6). It carries Until
+	// or For.
+	OutcomeSnooze = "snooze"
 )
 
 // Outcome is what a worker reports about an attempt. Every outcome carries
@@ -79,7 +83,7 @@ const (
 type Outcome struct {
 	ModelID    string `json:"model_id"`
 	AttemptUID string `json:"attempt_uid"`
-	// Type is success, failure or status.
+	// Type is success, failure, status or snooze.
 	Type string `json:"outcome"`
 	// Kind classifies a failure (e.g. "http_503", "validation").
 	Kind string `json:"kind,omitempty"`
@@ -90,6 +94,15 @@ type Outcome struct {
 	// UserMessage, if set on a failure that disables the model, becomes the
 	// customer-facing disabled reason.
 	UserMessage string `json:"user_message,omitempty"`
+	// Until is when a snooze asks to be tried again (RFC 3339). A snooze
+	// sets exactly one of Until and For.
+	Until time.Time `json:"until,omitzero"`
+	// For is how long after the outcome is applied a snooze asks to be
+	// tried again.
+	For Duration `json:"for,omitzero"`
+	// Unchanged, on a success, says that the data did not change: the
+	// success sets no last_changed_at, so no dependent is triggered.
+	Unchanged bool `json:"unchanged,omitempty"`
 
 	// ArrivedAt is when a consumer took the outcome off the outcomes list
 	// (or recovered it from a dead consumer): lateness is judged at this
@@ -118,4 +131,35 @@ type Event struct {
 	RefreshAt         time.Time `json:"refresh_at,omitzero"`
 	DeadlineAt        time.Time `json:"deadline_at,omitzero"`
 	Disabled          bool      `json:"disabled"`
+
+	// The fields of the extensions (DESIGN.md section 6), absent when
+	// unused.
+
+	// Cause is what asked for a trigger or debounce: upstream, bulk, or
+	// absent (an API or simulator action).
+	Cause string `json:"cause,omitempty"`
+	// Upstream is the upstream whose success caused a trigger.
+	Upstream string `json:"upstream,omitempty"`
+	// Unchanged marks a success whose data did not change.
+	Unchanged bool `json:"unchanged,omitempty"`
+	// Until is the time a snooze asked for.
+	Until time.Time `json:"until,omitzero"`
+	// OverdueSince is the overdue instant of the episode of a
+	// freshness_lost or freshness_restored; the webhook idempotency key of
+	// those events is "{model_id}:{event}:{overdue_since}" (see
+	// IdempotencyKey).
+	OverdueSince time.Time `json:"overdue_since,omitzero"`
+	// OverdueFor is the length of the episode a freshness_restored ends.
+	OverdueFor time.Duration `json:"overdue_for,omitempty"`
+	// State is the model's state when it became overdue
+	// (freshness_lost): disabled, paused, running, snoozed, retrying,
+	// waiting_for_slot, scheduled or idle.
+	State string `json:"state,omitempty"`
+	// Missed is how many scheduled occurrences a skip passed over.
+	Missed int `json:"missed,omitempty"`
+	// DebounceAt is the model's debounce_at after the event (a trigger
+	// that opened or extended a window).
+	DebounceAt time.Time `json:"debounce_at,omitzero"`
+	// WaitingForSlot is the model's waiting_for_slot after the event.
+	WaitingForSlot bool `json:"waiting_for_slot,omitempty"`
 }

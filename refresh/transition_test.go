@@ -499,6 +499,7 @@ func TestSuccess(t *testing.T) {
 			want.ConsecutiveFailures = 0
 			want.FailingSince = null
 			want.LastSuccessAt = tt.now
+			want.LastChangedAt = tt.now // every success but an unchanged one (DESIGN.md section 6)
 			want.RefreshAt = tt.want
 			want.StatusMessage = "" // the progress text ends with its attempt
 			// last_error stays for display.
