@@ -8,14 +8,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/freshen-dev/freshen/queue"
@@ -559,4 +563,310 @@ func TestWithPoolSize(t *testing.T) {
 	require.Equal(t, "redis://host/0", got, "the default pool is large enough")
 	_, err = withPoolSize("redis://host:port:x/0", big)
 	require.EqualError(t, err, `redis: url: invalid port ":x" after host`)
+}
+
+// workProc is a freshen work process.
+type workProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	log  *lineLog
+	done chan struct{} // closed when it has exited
+}
+
+// startWork starts freshen work on the test's Redis and prefix with the
+// flags given and testdata/work.sh as its command; it is killed when the
+// test ends, and its log printed if the test failed.
+func (e *env) startWork(flags ...string) *workProc {
+	e.t.Helper()
+	args := append([]string{"work", "--redis-url", e.redisURL, "--redis-prefix", e.prefix}, flags...)
+	p := &workProc{t: e.t, cmd: exec.Command(e.bin, append(args, "--", workScript)...), log: &lineLog{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	require.NoError(e.t, p.cmd.Start())
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	e.t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if e.t.Failed() {
+			e.t.Logf("log of freshen work (last lines):\n%s", p.log.tail(30))
+		}
+	})
+	return p
+}
+
+func (p *workProc) signal(sig os.Signal) {
+	p.t.Helper()
+	require.NoError(p.t, p.cmd.Process.Signal(sig))
+}
+
+// exit waits for the process to exit and returns its exit code.
+func (p *workProc) exit() int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.t.Fatalf("freshen work did not exit within 20s")
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// newRedisEnv is newEnv without PostgreSQL, for tests of the wire alone.
+func newRedisEnv(t *testing.T) *env {
+	t.Helper()
+	redisURL := os.Getenv("REDIS_URL")
+	if redisURL == "" {
+		t.Skip("REDIS_URL is not set; run under scripts/with-servers.sh")
+	}
+	e := &env{t: t, bin: freshenBinary(t), redisURL: redisURL, prefix: "work-" + randomHex(t)}
+	opt, err := redis.ParseURL(redisURL)
+	require.NoError(t, err)
+	e.rdb = redis.NewClient(opt)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := e.rdb.Scan(ctx, 0, e.prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			e.rdb.Del(ctx, iter.Val())
+		}
+		_ = e.rdb.Close()
+	})
+	return e
+}
+
+// TestE2EWorkRestart runs freshen work against the scheduler's side of the
+// wire (queue.Redis): a worker killed with SIGKILL in the middle of a job
+// takes its command with it, and the job runs again once the worker is
+// started again with the same id; SIGTERM lets the running command finish
+// and post its outcome, and takes no new job; a second SIGTERM kills the
+// command and posts nothing, and the job runs again.
+func TestE2EWorkRestart(t *testing.T) {
+	t.Parallel()
+	e := newRedisEnv(t)
+	ctx := context.Background()
+	sched, err := queue.New(e.rdb, queue.Options{Prefix: e.prefix, Consumer: "test", Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	flags := []string{"--queue", "q", "--id", "w1", "--grace", "200ms"}
+	dirs := map[string]string{} // attempt uid -> the script's traces
+	push := func(uid string) {
+		dirs[uid] = t.TempDir()
+		now := time.Now()
+		require.NoError(t, sched.Push(ctx, []refresh.Job{{ModelID: "m", AttemptUID: uid, AttemptNo: 1, Queue: "q",
+			Payload: []byte(`{"do": "block", "dir": "` + dirs[uid] + `"}`), StartedAt: now, DeadlineAt: now.Add(time.Hour)}}))
+	}
+	// next returns the next outcome the worker posts.
+	var pending []refresh.Outcome
+	next := func() refresh.Outcome {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for len(pending) == 0 {
+			require.True(t, time.Now().Before(deadline), "no outcome within 20s")
+			outs, err := sched.Receive(ctx, 10, time.Second)
+			require.NoError(t, err)
+			require.NoError(t, sched.Ack(ctx, nil))
+			pending = append(pending, outs...)
+		}
+		o := pending[0]
+		pending = pending[1:]
+		return o
+	}
+	running := func(uid string) int {
+		t.Helper()
+		o := next()
+		require.Equal(t, refresh.Outcome{ModelID: "m", AttemptUID: uid, Type: "status", Message: "running"},
+			refresh.Outcome{ModelID: o.ModelID, AttemptUID: o.AttemptUID, Type: o.Type, Message: o.Message})
+		b, err := os.ReadFile(filepath.Join(dirs[uid], "pid"))
+		require.NoError(t, err)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		require.NoError(t, err)
+		return pid
+	}
+	release := func(uid string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dirs[uid], "go"), nil, 0o644))
+	}
+	succeeded := func(uid string) {
+		t.Helper()
+		o := next()
+		require.Equal(t, uid, o.AttemptUID)
+		require.Equal(t, "success", o.Type, "%+v", o)
+	}
+	runs := func(uid string) []string {
+		b, err := os.ReadFile(filepath.Join(dirs[uid], "runs"))
+		require.NoError(t, err)
+		return strings.Fields(string(b))
+	}
+	llen := func(k string) int64 {
+		n, err := e.rdb.LLen(ctx, e.key(k)).Result()
+		require.NoError(t, err)
+		return n
+	}
+
+	// SIGKILL in the middle of a job.
+	push("a")
+	w := e.startWork(flags...)
+	pid := running("a")
+	w.signal(syscall.SIGKILL)
+	w.exit()
+	e.t.Logf("worker killed; its command %d goes with it", pid)
+	waitFor(t, 5*time.Second, "the command of the killed worker to be gone", func() bool { return !alive(pid) })
+	require.EqualValues(t, 1, llen("working:q:w1"), "the job waits in the dead worker's list")
+	w = e.startWork(flags...)
+	running("a")
+	require.Equal(t, []string{"a", "a"}, runs("a"), "the job ran again")
+	release("a")
+	succeeded("a")
+
+	// SIGTERM: the running command finishes, no new job is taken.
+	push("b")
+	pid = running("b")
+	w.signal(syscall.SIGTERM)
+	waitFor(t, 5*time.Second, "the worker to stop taking jobs", func() bool {
+		return strings.Contains(w.log.String(), "stopping: taking no more jobs")
+	})
+	push("c")
+	require.True(t, alive(pid), "the command still runs")
+	release("b")
+	succeeded("b")
+	require.Equal(t, 0, w.exit(), w.log.tail(10))
+	require.EqualValues(t, 1, llen("jobs:q"), "the job pushed after SIGTERM is still queued")
+	require.Zero(t, llen("working:q:w1"))
+
+	// Two SIGTERMs: the command is killed, nothing is posted.
+	w = e.startWork(flags...)
+	pid = running("c")
+	w.signal(syscall.SIGTERM)
+	waitFor(t, 5*time.Second, "the worker to stop taking jobs", func() bool {
+		return strings.Contains(w.log.String(), "stopping: taking no more jobs")
+	})
+	w.signal(syscall.SIGTERM)
+	require.Equal(t, 1, w.exit(), w.log.tail(10))
+	require.False(t, alive(pid))
+	require.Contains(t, w.log.String(), "freshen work: killed 1 running command(s) without posting their outcomes")
+	outs, err := sched.Receive(ctx, 10, 0)
+	require.NoError(t, err)
+	require.Empty(t, append(pending, outs...), "no outcome posted for the killed command")
+	require.EqualValues(t, 1, llen("working:q:w1"))
+	w = e.startWork(flags...)
+	running("c")
+	release("c")
+	succeeded("c")
+	require.Equal(t, []string{"c", "c"}, runs("c"))
+	w.signal(syscall.SIGTERM)
+	require.Equal(t, 0, w.exit())
+	require.Zero(t, llen("working:q:w1")+llen("jobs:q"))
+}
+
+// TestE2EWork runs models through freshen serve and freshen work: a
+// success; an exit status, a JSON line with a customer message, each
+// disabling the model with their message; a command that overruns its
+// deadline (killed with its child, the attempt timed out, the worker's late
+// failure stale); statuses shown while the command runs; and a cancel that
+// kills a command ignoring SIGTERM.
+func TestE2EWork(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := e.serve("work")
+	w := e.startWork("--queue", "sh", "--concurrency", "8", "--grace", "200ms", "--status-interval", "100ms")
+	dirs := map[string]string{}
+	dir := func(id string) string {
+		if dirs[id] == "" {
+			dirs[id] = t.TempDir()
+		}
+		return dirs[id]
+	}
+	put := func(id, do, more, policy string) {
+		dir(id)
+		body := fmt.Sprintf(`{"queue": "sh", "trigger": true, "payload": {"do": %q, "dir": %q%s}, "policy": {%s}}`, do, dirs[id], more, policy)
+		code, m := request(t, "PUT", p.base+"/models/"+id, body)
+		require.Equal(t, http.StatusCreated, code, m)
+	}
+	get := func(id string) map[string]any {
+		code, m := request(t, "GET", p.base+"/models/"+id, "")
+		require.Equal(t, http.StatusOK, code, m)
+		return m
+	}
+	trace := func(id, name string) string {
+		b, _ := os.ReadFile(filepath.Join(dirs[id], name))
+		return strings.TrimSpace(string(b))
+	}
+	pid := func(id, name string) int {
+		n, err := strconv.Atoi(trace(id, name))
+		require.NoError(t, err, "%s of %s", name, id)
+		return n
+	}
+	const userMessage = "Row 3 of your file has no date."
+	put("ok", "succeed", "", "")
+	put("exit3", "exit", `, "code": "3"`, `"retry": {"non_retryable": ["exit_3"]}`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir("reject"), "stdout"),
+		[]byte(`{"kind": "validation", "message": "row 3: no date", "retryable": false, "user_message": "`+userMessage+`"}`+"\n"), 0o644))
+	put("reject", "print", `, "code": "1"`, "")
+	put("slow", "sleep", "", `"timeout": "1s", "retry": {"delays": []}`)
+	put("progress", "status", "", "")
+	put("stubborn", "stubborn", "", "")
+
+	waitFor(t, 20*time.Second, "ok to succeed", func() bool { return get("ok")["last_success_at"] != nil })
+
+	var exit3 map[string]any
+	waitFor(t, 20*time.Second, "exit3 to be disabled", func() bool { exit3 = get("exit3"); return exit3["disabled"] == true })
+	wantMsg := "exit status 3: …"
+	for i := 3; i <= 12; i++ {
+		wantMsg += fmt.Sprintf("\nproblem %d", i)
+	}
+	require.Equal(t, map[string]any{"kind": "exit_3", "message": wantMsg}, map[string]any{
+		"kind": exit3["last_error"].(map[string]any)["kind"], "message": exit3["last_error"].(map[string]any)["message"]})
+	require.Equal(t, "Refresh disabled after 1 failed attempt(s): "+wantMsg, exit3["disabled_reason"])
+
+	var reject map[string]any
+	waitFor(t, 20*time.Second, "reject to be disabled", func() bool { reject = get("reject"); return reject["disabled"] == true })
+	require.Equal(t, userMessage, reject["disabled_reason"])
+	require.Equal(t, "validation", reject["last_error"].(map[string]any)["kind"])
+
+	// progress shows its statuses while it runs.
+	waitFor(t, 20*time.Second, "the first status of progress", func() bool { return get("progress")["status_message"] == "1/3" })
+	require.NoError(t, os.WriteFile(filepath.Join(dirs["progress"], "next"), nil, 0o644))
+	waitFor(t, 20*time.Second, "the last status of progress", func() bool { return get("progress")["status_message"] == "3/3" })
+	require.NoError(t, os.WriteFile(filepath.Join(dirs["progress"], "go"), nil, 0o644))
+	waitFor(t, 20*time.Second, "progress to succeed", func() bool { return get("progress")["last_success_at"] != nil })
+	require.Nil(t, get("progress")["status_message"], "cleared at the end of the attempt")
+
+	// stubborn ignores SIGTERM: a cancel kills it after the grace period.
+	waitFor(t, 20*time.Second, "stubborn to run", func() bool { return get("stubborn")["status_message"] == "running" })
+	stubborn, stubbornChild := pid("stubborn", "pid"), pid("stubborn", "child")
+	code, m := request(t, "POST", p.base+"/models/stubborn/cancel", "")
+	require.Equal(t, http.StatusOK, code, m)
+
+	// slow overruns its 1s timeout.
+	var slow map[string]any
+	waitFor(t, 20*time.Second, "slow to time out", func() bool { slow = get("slow"); return slow["disabled"] == true })
+	require.Equal(t, "timeout", slow["last_error"].(map[string]any)["kind"])
+	waitFor(t, 5*time.Second, "the command of slow and its child to be gone", func() bool {
+		return !alive(pid("slow", "pid")) && !alive(pid("slow", "child"))
+	})
+
+	// The worker's failures of slow and stubborn came too late: stale (slow's
+	// arrived at or after its deadline, or once the timeout was applied).
+	stale := func(id string) map[string]any {
+		for _, ev := range streamEvents(t, e.rdb, e.key("events")) {
+			if ev[0] == "stale" && ev[1] == id {
+				var m map[string]any
+				require.NoError(t, json.Unmarshal([]byte(ev[2]), &m))
+				return m
+			}
+		}
+		return nil
+	}
+	var ev map[string]any
+	waitFor(t, 10*time.Second, "the stale failure of slow", func() bool { ev = stale("slow"); return ev != nil })
+	require.Equal(t, "signal_TERM", ev["kind"])
+	require.Equal(t, "killed by signal SIGTERM (stopped at the job's deadline)", ev["message"])
+	waitFor(t, 10*time.Second, "the stale failure of stubborn", func() bool { ev = stale("stubborn"); return ev != nil })
+	require.Equal(t, "signal_KILL", ev["kind"])
+	require.Equal(t, "killed by signal SIGKILL (stopped: attempt revoked: cancelled)", ev["message"])
+	require.Equal(t, "TERM", trace("stubborn", "signals"))
+	require.False(t, alive(stubborn))
+	waitFor(t, 5*time.Second, "the child of stubborn to be gone", func() bool { return !alive(stubbornChild) })
+
+	w.signal(syscall.SIGTERM)
+	require.Equal(t, 0, w.exit(), w.log.tail(10))
+	p.stop()
 }
