@@ -268,8 +268,8 @@ func runWorkConfig(ctx context.Context, c workConfig, logOut io.Writer) error {
 	if err != nil {
 		return redact.Error(err)
 	}
-	defer client.Close()
 	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
 		return fmt.Errorf("connect to redis: %w", redact.Error(err))
 	}
 
@@ -279,6 +279,7 @@ func runWorkConfig(ctx context.Context, c workConfig, logOut io.Writer) error {
 		WorkerTimeout: c.Lease, Logger: log,
 	}, r.handle)
 	if err != nil {
+		_ = client.Close()
 		return err
 	}
 	// main cancels ctx at the first SIGINT or SIGTERM; this channel gets
@@ -309,6 +310,7 @@ func runWorkConfig(ctx context.Context, c workConfig, logOut io.Writer) error {
 	for abort := false; !abort; {
 		select {
 		case err := <-done:
+			_ = client.Close()
 			if err != nil {
 				return err
 			}
@@ -326,6 +328,8 @@ func runWorkConfig(ctx context.Context, c workConfig, logOut io.Writer) error {
 			abort = true
 		}
 	}
+	// The client stays open: the worker's heartbeat goes on until the
+	// process exits, and its handlers never return.
 	n := r.abortAll()
 	log.Warn("stopped without posting the outcomes of the commands it killed; their jobs are given back "+
 		"by a worker started with the same --id, else once this worker's lease has run out",

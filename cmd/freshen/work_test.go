@@ -639,7 +639,8 @@ func newRedisEnv(t *testing.T) *env {
 // takes its command with it, and the job runs again once the worker is
 // started again with the same id; SIGTERM lets the running command finish
 // and post its outcome, and takes no new job; a second SIGTERM kills the
-// command and posts nothing, and the job runs again.
+// command and posts nothing, and the job runs again, as does the end of
+// --shutdown-timeout.
 func TestE2EWorkRestart(t *testing.T) {
 	t.Parallel()
 	e := newRedisEnv(t)
@@ -753,7 +754,25 @@ func TestE2EWorkRestart(t *testing.T) {
 	require.Equal(t, []string{"c", "c"}, runs("c"))
 	w.signal(syscall.SIGTERM)
 	require.Equal(t, 0, w.exit())
+
+	// --shutdown-timeout: SIGTERM, then the command is killed.
+	push("d")
+	w = e.startWork(append(flags, "--shutdown-timeout", "300ms")...)
+	pid = running("d")
+	at := time.Now()
+	w.signal(syscall.SIGTERM)
+	require.Equal(t, 1, w.exit(), w.log.tail(10))
+	t.Logf("killed %s after SIGTERM", time.Since(at).Round(time.Millisecond))
+	require.GreaterOrEqual(t, time.Since(at), 300*time.Millisecond)
+	require.False(t, alive(pid))
+	w = e.startWork(flags...)
+	running("d")
+	release("d")
+	succeeded("d")
+	w.signal(syscall.SIGTERM)
+	require.Equal(t, 0, w.exit())
 	require.Zero(t, llen("working:q:w1")+llen("jobs:q"))
+	require.Empty(t, pending)
 }
 
 // TestE2EWork runs models through freshen serve and freshen work: a
