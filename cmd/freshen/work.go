@@ -747,10 +747,12 @@ func (o *jobOutput) forward(stream string, line []byte, cut bool) {
 
 // readErr logs an error that ended the reading of an output.
 func (o *jobOutput) readErr(err error) {
-	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		o.log.Warn("read the command's output", "err", err)
-	} else if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		o.log.Warn("stopped reading the command's output: a process that left its group holds it open")
+	default:
+		o.log.Warn("read the command's output", "err", err)
 	}
 }
 
