@@ -34,6 +34,7 @@ func commands() []command {
 		{"models", "list, show, change and act on models through the HTTP API", runModels},
 		{"dead", "list, requeue and drop dead letters through the HTTP API", runDead},
 		{"token", "make a bearer token for the API, or hash one", runToken},
+		{"work", "take the jobs of a queue and run a command for each", runWork},
 	}
 }
 
