@@ -134,10 +134,13 @@ func TestSimulateStopsOnSignal(t *testing.T) {
 			default:
 			}
 			require.NoError(t, cmd.Process.Signal(sig))
+			// It stops at its next step (milliseconds); the bound leaves room
+			// for a machine busy with the other tests, while a run that
+			// ignores the signal would go on for minutes.
 			select {
 			case <-done:
-			case <-time.After(time.Second):
-				t.Fatalf("simulate did not stop within 1s of %s", sig)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("simulate did not stop within 10s of %s", sig)
 			}
 			require.Equal(t, 130, cmd.ProcessState.ExitCode(), stderr.String())
 			require.Contains(t, stderr.String(), "freshen simulate: interrupted")
