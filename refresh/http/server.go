@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,16 @@ type Server struct {
 	timeout  time.Duration
 	auth     *Auth
 	dead     DeadLetters
+	// routes are the patterns registered, in order.
+	routes []string
 }
+
+// openAPI is the OpenAPI 3.1 document of the API, served at GET
+// /openapi.json; openapi_test.go checks it against the routes and the
+// answers of the handlers.
+//
+//go:embed openapi.json
+var openAPI []byte
 
 // DefaultRequestTimeout bounds the work of one request (see
 // WithRequestTimeout).
@@ -101,7 +111,8 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 	s.registry.MustRegister(s.requests)
 
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /healthz", s.handleHealth)
+	s.handle("GET /healthz", s.handleHealth)
+	s.route("GET /openapi.json", ScopeRead, anyID, s.handleOpenAPI)
 	s.route("GET /metrics", ScopeRead, wholeOnly, s.metricsHandler().ServeHTTP)
 	s.route("GET /models", ScopeRead, anyID, s.handleList)
 	s.route("PUT /models/{id}", ScopeWrite, ownID, s.handlePut)
@@ -161,13 +172,20 @@ const (
 	wholeOnly        // the token has no prefix: the route shows more than models
 )
 
+// handle registers h on pattern, open to every caller.
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.routes = append(s.routes, pattern)
+	s.mux.HandleFunc(pattern, h)
+}
+
 // route registers h on pattern. With an Auth, a caller needs scope, and
 // the id prefix of its token must allow what ids says.
 func (s *Server) route(pattern string, scope Scope, ids int, h http.HandlerFunc) {
 	if s.auth == nil {
-		s.mux.HandleFunc(pattern, h)
+		s.handle(pattern, h)
 		return
 	}
+	s.routes = append(s.routes, pattern)
 	s.mux.Handle(pattern, s.auth.Require(scope, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := PrincipalFrom(r.Context())
 		switch {
@@ -320,6 +338,17 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleOpenAPI serves the OpenAPI document of the API.
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r); err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(openAPI) // the client went away; nothing to tell it
 }
 
 // byteCount writes n bytes for a person: "1 MiB", "512 KiB", "100 bytes".
