@@ -1,6 +1,7 @@
 // Package http serves Freshen's JSON API over net/http, and Client calls
-// it. Until the API has documents of its own, this comment is its
-// reference.
+// it. The API's reference is the OpenAPI 3.1 document openapi.json, served
+// at GET /openapi.json and checked against the routes and their answers by
+// openapi_test.go; docs/api.md in the repository is its tour.
 //
 // # Routes
 //
@@ -17,6 +18,7 @@
 //	DELETE /dead/{id}               remove one dead letter: 204
 //	GET    /healthz                 200 {"status": "ok"}, or 503 naming the failed checks
 //	GET    /metrics                 Prometheus metrics
+//	GET    /openapi.json            the OpenAPI document of these routes
 //
 // The /dead routes exist on a server given a dead-letter list
 // (WithDeadLetters), as freshen serve's is.
@@ -28,7 +30,7 @@
 // it knows (freshen serve also leaves /readyz open). A token has a name
 // (shown in logs), scopes, and optionally an id prefix:
 //
-//	read    GET /models, /models/{id}, /models/{id}/attempts, /metrics
+//	read    GET /models, /models/{id}, /models/{id}/attempts, /metrics, /openapi.json
 //	write   also PUT and PATCH /models/{id} and the actions
 //	admin   also DELETE /models/{id} and the /dead routes
 //
