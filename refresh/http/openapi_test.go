@@ -274,12 +274,12 @@ func TestOpenAPIAnswers(t *testing.T) {
 		{method: "GET", path: "/metrics", token: "admin", want: 200},
 		{method: "GET", path: "/metrics", token: "acme", want: 403},
 		{method: "PUT", path: "/models/m1", body: `{"queue": "tables", "payload": {"input_url": "https://example.com/a.csv"}, "policy": ` + policy + `}`, token: "write", want: 201},
-		{method: "PUT", path: "/models/m1", body: `{"queue": "tables", "payload": {"input_url": "https://example.com/a.csv"}, "policy": ` + policy + `}`, token: "write", want: 200},
+		{method: "PUT", path: "/models/m1", body: `{"id": "m1", "queue": "tables", "payload": {"input_url": "https://example.com/a.csv"}, "policy": ` + policy + `, "trigger": false}`, token: "write", want: 200},
 		{method: "PUT", path: "/models/m1", body: `{}`, token: "write", header: map[string]string{"If-None-Match": "*"}, want: 412},
 		{method: "PUT", path: "/models/m2", body: `{"policy": {"retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}, "color": 1}`, token: "write", want: 400},
 		{method: "PUT", path: "/models/m2", body: `{"payload": "` + strings.Repeat("x", maxBodyBytes) + `"}`, token: "write", want: 413},
 		{method: "PUT", path: "/models/on-demand", body: `{"policy": {"retry": {"backoff": {"strategy": "exponential", "base": "1m"}}}}`, token: "write", want: 201},
-		{method: "PATCH", path: "/models/m1", body: `{"policy": {"timeout": "30m"}}`, token: "write", want: 200},
+		{method: "PATCH", path: "/models/m1", body: `{"policy": {"timeout": "30m", "give_up_after": null}, "payload": null}`, token: "write", want: 200},
 		{method: "PATCH", path: "/models/nope", body: `{"policy": {"timeout": "30m"}}`, token: "write", want: 404},
 		{method: "POST", path: "/models/m1/trigger", token: "write", want: 200, then: func(t *testing.T) {
 			// The attempt starts, then fails and plans a retry.
@@ -328,6 +328,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 		checkAnswer(t, doc, o, rec)
 		if rec.Code < 300 {
 			succeeded[o.String()] = true
+			checkRequestBody(t, doc, o, r.body)
 		}
 		if r.then != nil {
 			r.then(t)
@@ -375,6 +376,28 @@ func checkAnswer(t *testing.T, doc openapiDoc, o operation, rec *httptest.Respon
 	require.Empty(t, errs, "%s %s: %s", o, code, rec.Body.String())
 }
 
+// checkRequestBody checks that the body of a request the server took
+// validates against the request body the operation documents.
+func checkRequestBody(t *testing.T, doc openapiDoc, o operation, body string) {
+	t.Helper()
+	rb := doc.resolve(o.op["requestBody"])
+	if body == "" {
+		if rb != nil {
+			required, _ := rb["required"].(bool)
+			require.False(t, required, "%s took no body, but documents one as required", o)
+		}
+		return
+	}
+	require.NotNil(t, rb, "%s took a body it does not document", o)
+	mt := doc.resolve(doc.resolveMap(rb["content"])["application/json"])
+	require.NotNil(t, mt, "%s: no application/json request body", o)
+	var v any
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&v))
+	require.Empty(t, doc.validate(mt["schema"], v, "request"), "%s: %s", o, body)
+}
+
 // resolveMap returns the members of a map, or nil.
 func (d openapiDoc) resolveMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
@@ -384,10 +407,10 @@ func (d openapiDoc) resolveMap(v any) map[string]any {
 // validate checks v against schema and returns what it breaks, each
 // prefixed by at (the path of v). It knows the keywords the document uses:
 // $ref, type, enum, const, required, properties, additionalProperties,
-// items, allOf, oneOf, minimum, maximum, exclusiveMaximum, minItems,
-// maxItems, pattern and format date-time. An object must have no member
-// that its schema (with its allOf and oneOf parts) does not declare,
-// unless the schema declares none or allows others.
+// items, allOf, anyOf, oneOf, minimum, maximum, exclusiveMaximum,
+// minItems, maxItems, pattern and format date-time. An object must have no
+// member that its schema (with its allOf and oneOf parts) does not
+// declare, unless the schema declares none or allows others.
 func (d openapiDoc) validate(schema any, v any, at string) []string {
 	return d.check(schema, v, at, true)
 }
@@ -427,6 +450,17 @@ func (d openapiDoc) check(schema any, v any, at string, strict bool) []string {
 	}
 	for _, sub := range anySlice(s["allOf"]) {
 		errs = append(errs, d.check(sub, v, at, false)...)
+	}
+	if anyOf := anySlice(s["anyOf"]); anyOf != nil {
+		// Each choice is a whole schema of v (the document uses anyOf for
+		// "a schema, or null").
+		if !slices.ContainsFunc(anyOf, func(sub any) bool { return len(d.check(sub, v, at, strict)) == 0 }) {
+			var why []string
+			for _, sub := range anyOf {
+				why = append(why, d.check(sub, v, at, strict)...)
+			}
+			bad("matches none of the anyOf schemas: %s", strings.Join(why, "; "))
+		}
 	}
 	if one := anySlice(s["oneOf"]); one != nil {
 		n := 0
