@@ -129,7 +129,7 @@ func TestParsePolicyHostileInputs(t *testing.T) {
 			want: func() []refresh.FieldError {
 				var out []refresh.FieldError
 				for i := range 20 {
-					out = append(out, refresh.FieldError{Field: fmt.Sprintf("retry.non_retryable[%d]", i), Rule: "must be at most 100 bytes, got 1000"})
+					out = append(out, refresh.FieldError{Field: fmt.Sprintf("retry.non_retryable[%d]", i), Rule: "must be at most 64 bytes, got 1000"})
 				}
 				return out
 			}()},

@@ -57,7 +57,7 @@ type Limits struct {
 // DefaultLimits returns the default bounds: 100 retries, 30 days of delay,
 // a timeout from 1 second to 7 days, a give_up_after of at most 365 days,
 // schedules no denser than one occurrence a minute, a disabled_message of
-// 1,000 bytes expanding to at most 4,096, 100 error kinds of at most 100
+// 1,000 bytes expanding to at most 4,096, 100 error kinds of at most 64
 // bytes per list, payloads of 64 KiB nested at most 32 deep, and 20 errors
 // per answer.
 func DefaultLimits() Limits {
@@ -71,7 +71,7 @@ func DefaultLimits() Limits {
 		MaxMessageBytes: 1000,
 		MaxReasonBytes:  defaultMaxReasonBytes,
 		MaxKinds:        100,
-		MaxKindBytes:    100,
+		MaxKindBytes:    64,
 		MaxPayloadBytes: 64 << 10,
 		MaxPayloadDepth: 32,
 		MaxFieldErrors:  20,

@@ -174,7 +174,7 @@ func TestDefaultLimits(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, refresh.Limits{MaxRetries: 100, MaxDelay: 30 * 24 * time.Hour, MaxTimeout: 7 * 24 * time.Hour,
 		MinTimeout: time.Second, MaxGiveUpAfter: 365 * 24 * time.Hour, MinInterval: time.Minute,
-		MaxMessageBytes: 1000, MaxReasonBytes: 4096, MaxKinds: 100, MaxKindBytes: 100,
+		MaxMessageBytes: 1000, MaxReasonBytes: 4096, MaxKinds: 100, MaxKindBytes: 64,
 		MaxPayloadBytes: 64 << 10, MaxPayloadDepth: 32, MaxFieldErrors: 20},
 		refresh.DefaultLimits())
 }
@@ -309,9 +309,9 @@ func TestParsePolicyRules(t *testing.T) {
 			want: fe("retry.retry_on", "must have at most 2 entries, got 3")},
 		{name: "a list over the limit is refused whole", in: `{"retry": {"retry_on": [` + strings.Repeat(`"", 1, `, 100) + `""]}}`,
 			want: fe("retry.retry_on", "must have at most 100 entries, got 201")},
-		{name: "kind at the length limit", in: `{"retry": {"retry_on": ["` + strings.Repeat("k", 100) + `"]}}`},
-		{name: "kind over the length limit", in: `{"retry": {"non_retryable": ["ok", "` + strings.Repeat("k", 101) + `"]}}`,
-			want: fe("retry.non_retryable[1]", "must be at most 100 bytes, got 101")},
+		{name: "kind at the length limit", in: `{"retry": {"retry_on": ["` + strings.Repeat("k", 64) + `"]}}`},
+		{name: "kind over the length limit", in: `{"retry": {"non_retryable": ["ok", "` + strings.Repeat("k", 65) + `"]}}`,
+			want: fe("retry.non_retryable[1]", "must be at most 64 bytes, got 65")},
 		{name: "kind configured length limit", in: `{"retry": {"retry_on": ["http_503"]}}`, lim: refresh.Limits{MaxKindBytes: 7},
 			want: fe("retry.retry_on[0]", "must be at most 7 bytes, got 8")},
 
