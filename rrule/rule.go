@@ -423,7 +423,7 @@ func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*r
 		}
 		if len(picked) == 0 {
 			return nil, fmt.Errorf("%w: BYSETPOS=%s picks nothing, as each %v period holds %d occurrence(s)",
-				ErrNoOccurrence, cut(rc.seen["BYSETPOS"]), r.freq, r.nt)
+				ErrNoOccurrence, cut(rc.seen[partBySetPos]), r.freq, r.nt)
 		}
 		slices.Sort(picked)
 		r.picked = slices.Compact(picked)
@@ -656,7 +656,7 @@ func (r *rule) buildSlots(rc *recur) error {
 	if r.nSlots == 0 {
 		parts := []string{}
 		for _, name := range []string{"BYHOUR", "BYMINUTE", "BYSECOND"} {
-			if v, ok := rc.seen[name]; ok {
+			if v, ok := rc.seen.get(name); ok {
 				parts = append(parts, name+"="+cut(v))
 			}
 		}
