@@ -624,8 +624,6 @@ func (r *rule) everyDayReaches(w *work) (bool, error) {
 	cost := int(classes) * stepsReachClass
 	if few {
 		cost += r.nSlots
-	} else {
-		cost += int(r.perDay) / slotsPerStep
 	}
 	if !w.spend(cost) {
 		return false, w.ruleExceeded("bounding the search for an occurrence of")
@@ -644,17 +642,24 @@ func (r *rule) everyDayReaches(w *work) (bool, error) {
 		}
 		return true, nil
 	}
-	// Many: walk each class until a slot.
+	// Many: walk each class until a slot, a walk of at most a day's slots
+	// in all, counted once done.
+	looked, reaches := 0, true
 	for range classes {
 		b := c
 		for ; b < r.perDay && !bitTest(r.slots, b); b += i {
+			looked++
 		}
 		if b >= r.perDay {
-			return false, nil
+			reaches = false
+			break
 		}
 		c = floorMod(c-r.perDay, i)
 	}
-	return true, nil
+	if !w.spend(looked / slotsPerStep) {
+		return false, w.ruleExceeded("bounding the search for an occurrence of")
+	}
+	return reaches, nil
 }
 
 // simulate walks the rule over its cycle (the days that pass its filters

@@ -874,16 +874,27 @@ func (r *rule) slotTable(key slotKey, w *work) (*slotTable, error) {
 	}
 	t := &slotTable{slots: make([]uint64, words)}
 	step, phase := gcd(r.interval, r.perDay), key.phase
-	// reach returns the slots from at to at+63 in INTERVAL's phase.
+	// reach returns the slots from at to at+63 in INTERVAL's phase, for
+	// at%step = mod.
 	var pattern uint64 // bits 0, step, 2*step, ...
 	for j := int64(0); j < 64; j += step {
 		pattern |= 1 << uint(j)
 	}
-	reach := func(at int64) uint64 {
-		if off := floorMod(phase-at, step); off < 64 {
+	reach := func(mod int64) uint64 {
+		off := phase - mod
+		if off < 0 {
+			off += step
+		}
+		if off < 64 {
 			return pattern << uint(off)
 		}
 		return 0
+	}
+	var minuteMod [60]int64 // SECONDLY: m*60 % step
+	if r.freq == secondly {
+		for m := range minuteMod {
+			minuteMod[m] = int64(m) * 60 % step
+		}
 	}
 	place := func(at int64, set uint64) {
 		t.slots[at>>6] |= set << uint(at&63)
@@ -895,13 +906,18 @@ func (r *rule) slotTable(key slotKey, w *work) (*slotTable, error) {
 		h := int64(bits.TrailingZeros32(hs))
 		switch r.freq {
 		case hourly:
-			place(h, reach(h)&1)
+			place(h, reach(h%step)&1)
 		case minutely:
-			place(h*60, key.minutes&reach(h*60))
+			place(h*60, key.minutes&reach(h*60%step))
 		default:
+			hMod := h * 3600 % step
 			for ms := key.minutes; ms != 0; ms &= ms - 1 {
-				at := h*3600 + int64(bits.TrailingZeros64(ms))*60
-				place(at, key.seconds&reach(at))
+				m := bits.TrailingZeros64(ms)
+				mod := hMod + minuteMod[m]
+				if mod >= step {
+					mod -= step
+				}
+				place(h*3600+int64(m)*60, key.seconds&reach(mod))
 			}
 		}
 	}
