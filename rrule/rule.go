@@ -607,6 +607,7 @@ type dayTables struct {
 	years  *yearTable // FREQ=YEARLY only
 }
 
+// The memory a month table and a year table hold.
 const (
 	monthTableBytes = monthShapes * 5
 	yearTableBytes  = yearShapes * 50
