@@ -203,40 +203,68 @@ func (r *rule) emptyMonths(w *work) (int, bool, error) {
 	return e.run, e.ok, nil
 }
 
-// shortestRun reports whether every run of consecutive passing days is at
-// least n days long.
-func (r *rule) shortestRun(n int, w *work) (bool, error) {
+// shorts counts, along a cycle of runs of passing days (stretches of
+// consecutive passing days), the longest sequence of consecutive runs
+// shorter than n days.
+type shorts struct {
+	n, cur, lead, most int
+	long               bool // a run of n days or more was seen
+}
+
+func (t *shorts) add(run int) {
+	if run < t.n {
+		t.cur++
+		return
+	}
+	if !t.long {
+		// The runs before the first long one follow the last ones.
+		t.lead, t.long = t.cur, true
+	} else {
+		t.most = max(t.most, t.cur)
+	}
+	t.cur = 0
+}
+
+// result returns the longest sequence of short runs, read as a cycle, and
+// false if every run is short.
+func (t *shorts) result() (int, bool) {
+	return max(t.most, t.cur+t.lead), t.long
+}
+
+// shortRuns returns the longest sequence of consecutive runs of passing
+// days shorter than n days, over the 400-year cycle read as a cycle, and
+// false if every run is shorter than n days.
+func (r *rule) shortRuns(n int, w *work) (int, bool, error) {
+	t := shorts{n: n}
 	if r.weekdays {
 		// The runs repeat every week: those of the weekdays that pass,
-		// Monday being bit 0.
-		set := r.months[monthShape(1, false, 0)] >> 1 & 0x7f
+		// Monday being bit 0, read from a day that does not pass.
+		set := int(r.months[monthShape(1, false, 0)] >> 1 & 0x7f)
 		if set == 0x7f {
-			return true, nil
+			return 0, true, nil
 		}
-		shortest, run := 7, 0
-		for i := range 14 {
-			if set&(1<<uint(i%7)) != 0 {
+		z := bits.TrailingZeros8(^uint8(set))
+		run := 0
+		for i := 1; i <= 7; i++ {
+			if set&(1<<uint((z+i)%7)) != 0 {
 				run++
-				continue
+			} else if run > 0 {
+				t.add(run)
+				run = 0
 			}
-			if run > 0 && i >= 7 {
-				shortest = min(shortest, run)
-			}
-			run = 0
 		}
-		return shortest >= n, nil
+		most, ok := t.result()
+		return most, ok, nil
 	}
 	if n <= 28 && r.fullMonths() {
 		// A run of passing days is one or more whole months.
-		return true, nil
+		return 0, true, nil
 	}
 	if !w.spend(len(cycleMonths()) / monthsPerStep * 4) {
-		return false, w.ruleExceeded("bounding the search for an occurrence of")
+		return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
 	}
-	cm := cycleMonths()
-	run, lead := 0, -1 // lead: the run that starts the cycle, once closed
-	atStart := true    // the current run started with the cycle
-	for _, sh := range cm {
+	run, head := 0, -1 // head: the run that starts the cycle, once closed
+	for _, sh := range cycleMonths() {
 		dim := shapeDays(sh)
 		m := uint64(r.months[sh] >> 1) // bit d-1 for day d
 		for pos := 0; pos < dim; {
@@ -246,10 +274,11 @@ func (r *rule) shortestRun(n int, w *work) (bool, error) {
 				run, pos = run+ones, pos+ones
 				continue
 			}
-			if atStart {
-				lead, atStart = run, false
-			} else if run > 0 && run < n {
-				return false, nil
+			switch {
+			case head < 0:
+				head = run
+			case run > 0:
+				t.add(run)
 			}
 			run = 0
 			if rest == 0 {
@@ -258,12 +287,175 @@ func (r *rule) shortestRun(n int, w *work) (bool, error) {
 			pos += bits.TrailingZeros64(rest)
 		}
 	}
-	if atStart {
-		return true, nil // every day passes
+	if head < 0 {
+		return 0, true, nil // every day passes
 	}
 	// The run at the end continues into the one at the start.
-	run += lead
-	return run == 0 || run >= n, nil
+	if run += head; run > 0 {
+		t.add(run)
+	}
+	most, ok := t.result()
+	return most, ok, nil
+}
+
+// maxShortRuns bounds the sequences of short runs of passing days (see
+// shortRuns) a bound on a search may count on; beyond, or when every run
+// is short, Parse looks at which runs hold a period (missedRuns).
+const maxShortRuns = 16
+
+// maxMissedWalk bounds the walk of missedRuns, in steps (see work): the
+// same for any budget, so that what Parse counts does not depend on it.
+const maxMissedWalk = 60_000
+
+// hits counts, along the runs of passing days, the longest sequence of
+// consecutive runs that hold no period.
+type hits struct {
+	cur, lead, most int
+	hit             bool // a run that holds a period was seen
+}
+
+func (t *hits) add(hit bool) {
+	switch {
+	case !hit:
+		t.cur++
+		return
+	case !t.hit:
+		t.lead, t.hit = t.cur, true
+	default:
+		t.most = max(t.most, t.cur)
+	}
+	t.cur = 0
+}
+
+// missedRuns returns, for a DAILY rule or a finer one with an INTERVAL of
+// a day or more and no slot filter, the longest sequence of consecutive
+// runs of passing days that hold no period start, over the time after
+// which both the days and the periods fall alike (a number of weeks, for
+// a filter of weekdays only, or of 400-year cycles) or to the rule's last
+// day if that comes first, and false if that walk would take more than
+// maxMissedWalk steps, or finds no run that holds a period (simulate then
+// answers).
+func (r *rule) missedRuns(w *work) (int, bool, error) {
+	unit := int64(1) // period starts are counted in days, or in slots
+	if r.freq > daily {
+		unit = r.perDay
+	}
+	i := r.interval
+	period, cost := int64(146097), int64(len(cycleMonths())) // days, and steps per period
+	var week []int64                                         // the runs of a week: offset and length
+	first := cycleStart + floorDiv(r.startDay-cycleStart, 146097)*146097
+	if r.weekdays {
+		// Weeks from a day that does not pass hold whole runs.
+		set := int(r.months[monthShape(1, false, 0)] >> 1 & 0x7f)
+		if set == 0x7f {
+			return 0, true, nil
+		}
+		z := bits.TrailingZeros8(^uint8(set))
+		for d := 1; d < 7; d++ {
+			if set&(1<<uint((z+d)%7)) == 0 {
+				continue
+			}
+			if n := len(week); n > 0 && week[n-2]+week[n-1] == int64(d) {
+				week[n-1]++
+			} else {
+				week = append(week, int64(d), 1)
+			}
+		}
+		period, cost = 7, int64(1+len(week)/2)
+		first = r.startDay - floorMod(int64(weekdayOf(r.startDay)-z), 7)
+	}
+	cycles := i / gcd(i, period*unit)
+	last := first + cycles*period - 1
+	wrap := last <= r.lastDay
+	if !wrap {
+		last = r.lastDay
+	}
+	if walk := (last - first + 1) / period * cost; walk > maxMissedWalk {
+		return 0, false, nil
+	}
+	var t hits
+	// add counts the run from day s to day e: whether it holds a period
+	// start.
+	add := func(s, e int64) {
+		lo := s * unit
+		t.add(lo+floorMod(r.origin-lo, i) <= (e+1)*unit-1)
+	}
+	if week != nil {
+		for day := first; day <= last; day += 7 {
+			for k := 0; k < len(week); k += 2 {
+				add(day+week[k], day+week[k]+week[k+1]-1)
+			}
+			if !w.spend(int(cost)) {
+				return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
+			}
+		}
+		return r.missedResult(&t, wrap)
+	}
+	// Runs are read month by month; with wrap, the run that starts the
+	// walk (head) continues the one that ends it.
+	start, run := int64(0), int64(0)
+	head, headSeen, headRun := int64(0), false, false
+	day, cm := first, cycleMonths()
+	for k := 0; day <= last; k++ {
+		sh := cm[k%len(cm)]
+		dim := int64(shapeDays(sh))
+		m := uint64(r.months[sh] >> 1) // bit d-1 for day d
+		closed := 0
+		for pos := int64(0); pos < dim; {
+			rest := m >> uint(pos)
+			if rest&1 != 0 {
+				ones := min(int64(bits.TrailingZeros64(^rest)), dim-pos)
+				if run == 0 {
+					start = day + pos
+				}
+				run, pos = run+ones, pos+ones
+				continue
+			}
+			switch {
+			case run > 0 && wrap && !headSeen && start == first:
+				head, headRun = start+run-1, true
+			case run > 0:
+				add(start, start+run-1)
+				closed++
+			}
+			headSeen, run = true, 0
+			if rest == 0 {
+				break
+			}
+			pos += int64(bits.TrailingZeros64(rest))
+		}
+		day += dim
+		if !w.spend(1 + closed) {
+			return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
+		}
+	}
+	switch {
+	case !wrap && run > 0:
+		add(start, min(start+run-1, last))
+	case !wrap:
+	case !headSeen:
+		return 0, true, nil // every day passes
+	case run > 0 && headRun:
+		// The last run continues into the first, a cycle later.
+		add(start, head+cycles*period)
+	case run > 0:
+		add(start, start+run-1)
+	case headRun:
+		add(first, head)
+	}
+	return r.missedResult(&t, wrap)
+}
+
+// missedResult returns what missedRuns found, read as a cycle with wrap.
+func (r *rule) missedResult(t *hits, wrap bool) (int, bool, error) {
+	switch {
+	case !t.hit:
+		return 0, false, nil
+	case wrap:
+		return max(t.most, t.cur+t.lead), true, nil
+	default:
+		return max(t.most, t.cur, t.lead), true, nil
+	}
 }
 
 // fullMonths reports whether every month that has a passing day passes
@@ -467,9 +659,6 @@ func (r *rule) neverActive() bool {
 		}
 		return true
 	case weekly:
-		if r.weekByMo {
-			return 7*r.nt < r.minPick
-		}
 		return bits.OnesCount8(r.week)*r.nt < r.minPick
 	}
 	return false
@@ -565,24 +754,32 @@ func (r *rule) activeBound(w *work) (int, error) {
 		scan, day = stepsScan+e+2, 1+stepsDay
 	}
 	slot := r.slotScan()
-	// runsHold reports whether every run of passing days is at least n
-	// days long.
-	runsHold := func(n int64) (bool, error) {
-		if r.months == nil || n <= 1 {
-			return true, nil
+	// skipping bounds active for a rule whose periods start every n days
+	// or so (DAILY, or finer with an INTERVAL of a day or more): a period
+	// whose day does not pass leads to the next passing day and the first
+	// period from it, which holds an occurrence if the run of passing
+	// days from there is n days long; each that does not skips a run
+	// shorter than n days.
+	skipping := func(n int64) (int, bool, error) {
+		short, ok := 0, true
+		if r.months != nil && n > 1 {
+			var err error
+			if short, ok, err = r.shortRuns(int(n), w); err != nil {
+				return 0, false, err
+			}
 		}
-		return r.shortestRun(int(n), w)
+		if !ok || short > maxShortRuns {
+			var err error
+			if short, ok, err = r.missedRuns(w); err != nil || !ok {
+				return 0, false, err
+			}
+		}
+		return (short+2)*day + (short+1)*scan, true, nil
 	}
 	switch r.freq {
 	case daily:
-		ok, err := runsHold(r.interval)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			// A passing day, or the first aligned day of the next run
-			// of passing days, which holds one.
-			return 2*day + scan, nil
+		if act, ok, err := skipping(r.interval); err != nil || ok {
+			return act, err
 		}
 	default:
 		if r.interval < r.perDay {
@@ -600,12 +797,8 @@ func (r *rule) activeBound(w *work) (int, error) {
 				return 3*day + scan + 2*slot, nil
 			}
 		} else if r.slots == nil {
-			ok, err := runsHold(ceilDiv(r.interval, r.perDay))
-			if err != nil {
-				return 0, err
-			}
-			if ok {
-				return 2*day + scan, nil
+			if act, ok, err := skipping(ceilDiv(r.interval, r.perDay)); err != nil || ok {
+				return act, err
 			}
 		}
 	}

@@ -94,8 +94,9 @@ type rule struct {
 	// BYDAY positions included.
 	years     *[yearShapes][6]uint64
 	yearCount *[yearShapes]uint16
-	// week (FREQ=WEEKLY without BYMONTH) holds the days of every week that
-	// pass BYDAY, bit 0 being WKST's day.
+	// week (FREQ=WEEKLY) holds the days of every week that pass BYDAY,
+	// bit 0 being WKST's day; with BYMONTH (weekByMo), the month tables
+	// say which of them a week has.
 	week     uint8
 	weekByMo bool // WEEKLY with BYMONTH: a week's days come from months
 
@@ -716,15 +717,14 @@ func (r *rule) buildDays(f *filter, w *work) error {
 	r.months, r.monthCount = &t.months.days, &t.months.count
 	switch r.freq {
 	case weekly:
-		if f.byMonth == 0 {
-			for j := range 7 {
-				if f.byWeekday&(1<<uint((r.wkst+j)%7)) != 0 {
-					r.week |= 1 << uint(j)
-				}
+		// With BYMONTH, week holds the days a week may have, its months
+		// saying which it has.
+		for j := range 7 {
+			if f.byWeekday == 0 || f.byWeekday&(1<<uint((r.wkst+j)%7)) != 0 {
+				r.week |= 1 << uint(j)
 			}
-		} else {
-			r.weekByMo = true
 		}
+		r.weekByMo = f.byMonth != 0
 	case yearly:
 		r.years, r.yearCount = &t.years.days, &t.years.count
 	}

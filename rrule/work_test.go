@@ -226,3 +226,34 @@ func TestParseWorstMemory(t *testing.T) {
 		require.LessOrEqual(t, s.size, bound, c.name)
 	}
 }
+
+// TestSkippingRules checks, on DAILY rules (and finer ones with an
+// INTERVAL of a day or more) whose INTERVAL skips over runs of passing
+// days, which Parse bounds by counting the runs a search may skip, that
+// they are accepted, that no search takes more steps than the bound, and
+// that they expand as the naive walk does.
+func TestSkippingRules(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(79, 83))
+	for _, rule := range []string{
+		"FREQ=DAILY;INTERVAL=2;BYDAY=MO,SA,SU,TU;BYHOUR=8;BYMONTH=5,6,7,10",  // short runs at month ends
+		"FREQ=DAILY;INTERVAL=2;BYHOUR=5,8,17,23;BYMONTH=2,12;BYDAY=SU,TH,TU", // every run short
+		"FREQ=DAILY;INTERVAL=8;BYMONTH=4;BYDAY=FR",
+		"FREQ=DAILY;INTERVAL=4;BYMONTHDAY=-26,-25,30",
+		"FREQ=DAILY;INTERVAL=10;BYDAY=MO,TU;BYHOUR=6", // weekdays only
+		"FREQ=DAILY;INTERVAL=12;BYDAY=FR,SA;BYHOUR=10,17",
+		"FREQ=HOURLY;INTERVAL=30;BYDAY=WE",
+		"FREQ=HOURLY;INTERVAL=36;BYDAY=MO,SA,WE;BYMONTH=1,2,3",
+	} {
+		for _, zone := range []string{"UTC", "Europe/Paris"} {
+			c := genCase{Zone: zone, Form: "tzid", Start: wallOf(2026, 1, 3, 7, 0, 0), Rules: []string{rule}}
+			s, err := Parse(c.Text(), Options{})
+			require.NoError(t, err, c.Text())
+			from := resolve(c.zoneOf(), c.Start).unix - secondsPerDay
+			to := from + 30*365*secondsPerDay
+			requireWithinBound(t, s, c.Text(), walkTimes(rng, s, from, to))
+			want := naiveInstants(t, c, to+400*secondsPerDay)
+			compareWindow(t, rng, c.Text(), s, want, from, to, to+300*secondsPerDay)
+		}
+	}
+}
