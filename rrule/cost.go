@@ -260,13 +260,14 @@ func (r *rule) shortRuns(n int, w *work) (int, bool, error) {
 		// A run of passing days is one or more whole months.
 		return 0, true, nil
 	}
-	if !w.spend(len(cycleMonths()) / monthsPerStep * 4) {
-		return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
-	}
 	run, head := 0, -1 // head: the run that starts the cycle, once closed
 	for _, sh := range cycleMonths() {
 		dim := shapeDays(sh)
 		m := uint64(r.months[sh] >> 1) // bit d-1 for day d
+		// A step per month and per run.
+		if !w.spend(1 + bits.OnesCount64(m&^(m<<1))) {
+			return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
+		}
 		for pos := 0; pos < dim; {
 			rest := m >> uint(pos)
 			if rest&1 != 0 {
@@ -374,11 +375,21 @@ func (r *rule) missedRuns(w *work) (int, bool, error) {
 		return 0, false, nil
 	}
 	var t hits
-	// add counts the run from day s to day e: whether it holds a period
-	// start.
+	// add counts the run from day s to day e, runs coming in order but
+	// for the last (with wrap): whether it holds a period start. next is
+	// the first period start at or after the last run's.
+	next := first*unit + floorMod(r.origin-first*unit, i)
 	add := func(s, e int64) {
 		lo := s * unit
-		t.add(lo+floorMod(r.origin-lo, i) <= (e+1)*unit-1)
+		if next < lo {
+			if gap := lo - next; gap > 8*i {
+				next += gap / i * i
+			}
+			for next < lo {
+				next += i
+			}
+		}
+		t.add(next <= (e+1)*unit-1)
 	}
 	if week != nil {
 		for day := first; day <= last; day += 7 {
