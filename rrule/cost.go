@@ -304,6 +304,10 @@ func (r *rule) shortRuns(n int, w *work) (int, bool, error) {
 // is short, Parse looks at which runs hold a period (missedRuns).
 const maxShortRuns = 16
 
+// stepsWeekSkip is the work of skipping the weeks without a passing day
+// up to the next one, counted as weeks looked at (see periodRuns).
+const stepsWeekSkip = 8
+
 // maxMissedWalk bounds the walk of missedRuns, in steps (see work): the
 // same for any budget, so that what Parse counts does not depend on it.
 const maxMissedWalk = 60_000
@@ -595,20 +599,49 @@ func (r *rule) periodRuns(n int64, wrap bool, w *work) (int64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		if !w.spend(int(n)/periodsPerStep + 1) {
-			return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
+		if nextSetBit(days, 0) < 0 {
+			return 0, false, nil
 		}
 		need := (r.minPick + r.nt - 1) / r.nt // passing days a week needs
-		at, step := floorMod(r.origin-cycleStart, 146097), 7*r.interval%146097
-		for range n {
+		at, span := floorMod(r.origin-cycleStart, 146097), 7*r.interval
+		step := span % 146097
+		looked := 0 // weeks looked at, and stepsWeekSkip per skip
+		for k := int64(0); k < n; {
+			if looked++; looked&1023 == 0 && w.used+looked/periodsPerStep > w.max {
+				return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
+			}
 			word := days[at>>6] >> uint(at&63)
 			if at&63 > 57 {
 				word |= days[at>>6+1] << uint(64-at&63)
 			}
-			t.add(bits.OnesCount64(word&0x7f) >= need)
-			if at += step; at >= 146097 {
-				at -= 146097
+			skip := int64(1)
+			if c := bits.OnesCount64(word & 0x7f); c >= need {
+				t.add(true)
+			} else {
+				if c == 0 {
+					// No day of this week passes, nor any before the
+					// next passing day p: skip the weeks that end
+					// before it.
+					p := nextSetBit(days, at+7)
+					if p < 0 {
+						p = 146097 + nextSetBit(days, 0)
+					}
+					skip = min(max(1, ceilDiv(p-at-6, span)), n-k)
+					looked += stepsWeekSkip
+				}
+				t.run += skip
 			}
+			k += skip
+			if skip == 1 {
+				if at += step; at >= 146097 {
+					at -= 146097
+				}
+			} else {
+				at = (at + skip%146097*step) % 146097
+			}
+		}
+		if !w.spend(looked/periodsPerStep + 1) {
+			return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
 		}
 	}
 	if wrap {

@@ -47,7 +47,7 @@ func TestLimits(t *testing.T) {
 		{"parse steps of the bound", "DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY;INTERVAL=265;BYMONTH=2;BYMONTHDAY=29", Limits{},
 			"MaxParseSteps", "RRULE: bounding the search for an occurrence of the rule takes more than 100000 steps (Limits.MaxParseSteps); simplify the rule"},
 		{"parse steps of the bound, several rules", worstRefused[6].text, Limits{},
-			"MaxParseSteps", "RRULE on line 10: bounding the search for an occurrence of the rules up to this one takes more than 100000 steps (Limits.MaxParseSteps); use fewer or simpler rules"},
+			"MaxParseSteps", "RRULE on line 13: bounding the search for an occurrence of the rules up to this one takes more than 100000 steps (Limits.MaxParseSteps); use fewer or simpler rules"},
 		{"parse steps of tables", worstRefused[9].text, Limits{},
 			"MaxParseSteps", "RRULE on line 24: preparing the rules up to this one takes more than 100000 steps (Limits.MaxParseSteps); use fewer or simpler rules"},
 		{"parse steps of a table", "DTSTART:20260101T000000Z\nRRULE:FREQ=SECONDLY;BYSECOND=" + numbers(1, 59), Limits{MaxParseSteps: 2000},

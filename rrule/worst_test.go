@@ -55,8 +55,8 @@ var worstAccepted = []struct{ name, text string }{
 		})},
 	{"22-secondly-tables", "DTSTART:20260101T000000Z\n" +
 		joinLines(22, func(i int) string { return fmt.Sprintf("RRULE:FREQ=SECONDLY;BYSECOND=%s", numbers(0, 58-i)) })},
-	{"9-weekly-bymonth", "DTSTART:20260101T000000Z\n" +
-		joinLines(9, func(i int) string {
+	{"13-weekly-bymonth", "DTSTART:20260101T000000Z\n" +
+		joinLines(13, func(i int) string {
 			return fmt.Sprintf("RRULE:FREQ=WEEKLY;INTERVAL=%d;BYMONTH=%d;BYDAY=MO", 1+i%7, 1+i%12)
 		})},
 	{"30-yearly-bysetpos", "DTSTART:20260101T000000Z\n" +
