@@ -69,8 +69,8 @@ func worstSchedules(now time.Time, variant int) []namedText {
 			lines(30, func(i int) string {
 				return fmt.Sprintf("RRULE:FREQ=YEARLY;BYDAY=MO,WE,FR;BYHOUR=%d;BYSETPOS=%s", i%24, numberList(1, 40))
 			})},
-		{"8 weekly RRULEs, one month each", dtstart(today) +
-			lines(8, func(i int) string {
+		{"12 weekly RRULEs, one month each", dtstart(today) +
+			lines(12, func(i int) string {
 				return fmt.Sprintf("RRULE:FREQ=WEEKLY;INTERVAL=%d;BYMONTH=%d;BYDAY=MO", 1+i%7, 1+i%12)
 			})},
 		{"sparse: Feb 29 every 13 days", dtstart(fixed) + "RRULE:FREQ=DAILY;INTERVAL=13;BYMONTH=2;BYMONTHDAY=29\n"},
