@@ -112,8 +112,8 @@
 // Parse keeps recently parsed schedules, keyed by text, zone, limits and
 // (for a schedule without DTSTART) the anchor day, so the many models
 // sharing a schedule share one Schedule. The cache is bounded by the
-// memory its schedules hold (32 MB: a common schedule holds about a
-// kilobyte, so that some 15,000 of them stay cached, and the largest an
+// memory its schedules hold (32 MB: a common schedule holds about 1.3 KB,
+// so that some 12,000 of them stay cached, and the largest an
 // accepted schedule may hold is some 400 KB of tables plus what grows with
 // its text), and a refused text is not kept.
 //
