@@ -11,9 +11,9 @@ import "fmt"
 // With the default limits, Parse of any text takes about a millisecond at
 // most, refused or not, and a parsed schedule keeps at most some 400 KB of
 // tables (4 bytes per step of MaxParseSteps), plus about a kilobyte per
-// RRULE and 16 bytes per byte of its text; Next and First of every accepted schedule take well under a
-// millisecond (see bench_test.go: BenchmarkColdNext, BenchmarkParseWorst,
-// BenchmarkNextWorst).
+// RRULE and 16 bytes per byte of its text; Next and First of every
+// accepted schedule take well under a millisecond (see bench_test.go:
+// BenchmarkColdNext, BenchmarkParseWorst, BenchmarkNextWorst).
 type Limits struct {
 	// MaxBytes bounds the length of the text (default 64 KiB).
 	MaxBytes int
@@ -26,8 +26,9 @@ type Limits struct {
 	// MaxCount bounds COUNT, and its sum over the rules of a schedule
 	// (default 100,000). Parse finds the last occurrence of a COUNT rule
 	// by arithmetic when all its periods are alike (no day filter for
-	// DAILY and finer, no BYMONTH for WEEKLY), and otherwise walks it
-	// from DTSTART, which counts against MaxParseSteps.
+	// DAILY and finer, no BYMONTH for WEEKLY), a month at a time for a
+	// DAILY rule with a day filter, and otherwise by walking its periods
+	// from DTSTART; all count against MaxParseSteps.
 	MaxCount int
 	// MaxSteps bounds the work of finding one occurrence (default
 	// 50,000 steps). A step is looking at one period, month or slot

@@ -86,8 +86,8 @@
 // month's or year's shape (which month, leap year or not, weekday of the
 // 1st), so each rule tabulates them once and looks at a period with a
 // table lookup; days that do not pass are crossed month by month. A COUNT
-// rule is walked once, at Parse, to its last occurrence, and then searched
-// like a rule with UNTIL. Each EXDATE that removes an occurrence records,
+// rule is counted once, at Parse, to its last occurrence, and then
+// searched like a rule with UNTIL. Each EXDATE that removes an occurrence records,
 // at Parse, the first occurrence after it that stays, so that a run of
 // removed occurrences costs Next nothing.
 //
