@@ -3,8 +3,10 @@ package rrule
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -252,3 +254,96 @@ func BenchmarkMinGap(b *testing.B) {
 // benchLimits let BenchmarkNext keep its COUNT=1000000 rule, above the
 // default MaxCount.
 var benchLimits = Limits{MaxCount: 1_000_000}
+
+// typicalSchedules are schedules as most models have them.
+var typicalSchedules = []struct{ name, text string }{
+	{"daily-6-16", "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16"},
+	{"weekly-byday", "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,TH;BYHOUR=7;BYMINUTE=30"},
+	{"monthly-bysetpos", "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1;BYHOUR=18"},
+	{"3-rules-300-exdates", "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6\n" +
+		"RRULE:FREQ=WEEKLY;BYDAY=SA;BYHOUR=12\nRRULE:FREQ=MONTHLY;BYMONTHDAY=1,15;BYHOUR=0\nEXDATE;TZID=Europe/Paris:" +
+		strings.ReplaceAll(dateList(300, time.Date(2026, 2, 1, 6, 0, 0, 0, time.UTC)), "Z", "")},
+}
+
+// dateTimes matches the date-times of a schedule's text.
+var dateTimes = regexp.MustCompile(`\d{8}T\d{6}`)
+
+// shiftText returns text with each date-time moved by sec seconds, so
+// that a schedule's variants are new texts of the same cost.
+func shiftText(text string, sec int) string {
+	return dateTimes.ReplaceAllStringFunc(text, func(v string) string {
+		t, err := time.Parse("20060102T150405", v)
+		if err != nil {
+			panic(err)
+		}
+		return t.Add(time.Duration(sec) * time.Second).Format("20060102T150405")
+	})
+}
+
+// BenchmarkColdNext measures what a scheduler pass pays when no schedule
+// is cached: for 1,000 variants of a schedule (each shifted by another
+// second, so that its text is new), Parse then Next once. max-us is the
+// costliest variant (a pause of the machine or of the garbage collector
+// included), p99-us the 99th percentile, total-ms the whole pass, refused
+// how many Parse
+// refused (the texts of worstRefused, timed to their refusal);
+// retained-B is the heap one parsed variant keeps, cache entry
+// included, and size-B what the cache counts for it.
+func BenchmarkColdNext(b *testing.B) {
+	cases := append(append(append([]struct{ name, text string }{}, typicalSchedules...), worstAccepted...), worstRefused...)
+	now := time.Date(2026, 6, 15, 10, 17, 23, 0, time.UTC)
+	const variants = 1000
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			texts := make([]string, variants)
+			for i := range texts {
+				texts[i] = shiftText(c.text, i)
+			}
+			var took []time.Duration
+			var total time.Duration
+			refused := 0
+			for b.Loop() {
+				b.StopTimer()
+				schedules.reset()
+				runtime.GC()
+				b.StartTimer()
+				refused = 0
+				for _, text := range texts {
+					start := time.Now()
+					s, err := Parse(text, Options{Timezone: "Europe/Paris", Created: now})
+					if err == nil {
+						s.Next(now)
+					} else {
+						refused++
+					}
+					d := time.Since(start)
+					took, total = append(took, d), total+d
+				}
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)-1].Microseconds()), "max-us")
+			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-us")
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "total-ms")
+			b.ReportMetric(float64(refused), "refused")
+			b.ReportMetric(0, "ns/op")
+			b.StopTimer()
+			if refused > 0 {
+				return
+			}
+			schedules.reset()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			kept := make([]*Schedule, 100)
+			for i := range kept {
+				kept[i], _ = Parse(shiftText(c.text, variants+i), Options{Timezone: "Europe/Paris", Created: now})
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(len(kept)), "retained-B")
+			b.ReportMetric(float64(entryBytes(kept[0].key, kept[0])), "size-B")
+			runtime.KeepAlive(kept)
+			schedules.reset()
+		})
+	}
+}

@@ -82,7 +82,7 @@ func (c genCase) Options() Options {
 }
 
 // unlimited lifts the limits that generated rules may exceed.
-var unlimited = Limits{MaxSteps: 1 << 40, MaxCount: 1 << 30}
+var unlimited = Limits{MaxSteps: 1 << 40, MaxCount: 1 << 30, MaxParseSteps: 1 << 40}
 
 var genZones = []string{
 	"UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata",

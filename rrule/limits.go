@@ -8,9 +8,12 @@ import "fmt"
 // part and the limit, e.g. "RRULE: at most 100 rules per schedule, got
 // 5000".
 //
-// With the default limits, Parse of any text takes well under 100 ms and
-// keeps well under 16 MB, refused or not, and Next and First of every
-// accepted schedule take well under a millisecond (see bench_test.go).
+// With the default limits, Parse of any text takes about a millisecond at
+// most, refused or not, and a parsed schedule keeps at most some 400 KB of
+// tables (4 bytes per step of MaxParseSteps), plus about a kilobyte per
+// RRULE and 16 bytes per byte of its text; Next and First of every
+// accepted schedule take well under a millisecond (see bench_test.go:
+// BenchmarkColdNext, BenchmarkParseWorst, BenchmarkNextWorst).
 type Limits struct {
 	// MaxBytes bounds the length of the text (default 64 KiB).
 	MaxBytes int
@@ -21,9 +24,11 @@ type Limits struct {
 	// MaxExDates bounds the number of EXDATE values (default 1,000).
 	MaxExDates int
 	// MaxCount bounds COUNT, and its sum over the rules of a schedule
-	// (default 100,000). Parse walks each COUNT rule from DTSTART to its
-	// last occurrence; a walk that needs more than 16 steps per counted
-	// occurrence (a sparse rule) is refused too.
+	// (default 100,000). Parse finds the last occurrence of a COUNT rule
+	// by arithmetic when all its periods are alike (no day filter for
+	// DAILY and finer, no BYMONTH for WEEKLY), a month at a time for a
+	// DAILY rule with a day filter, and otherwise by walking its periods
+	// from DTSTART; all count against MaxParseSteps.
 	MaxCount int
 	// MaxSteps bounds the work of finding one occurrence (default
 	// 50,000 steps). A step is looking at one period, month or slot
@@ -32,10 +37,25 @@ type Limits struct {
 	// calendar's 400-year cycle, how many steps Next or First may take at
 	// most, over every rule, RDATE and EXDATE, and refuses the schedule if
 	// that is more than MaxSteps, so every accepted schedule answers
-	// within it. Checking a rule whose INTERVAL skips over its filters in
-	// an irregular way, and checking the EXDATEs, may take up to 8 and 64
-	// times MaxSteps at Parse.
+	// within it.
 	MaxSteps int
+	// MaxParseSteps bounds the work of Parse itself (default 100,000
+	// steps: about a millisecond), counted in steps like MaxSteps:
+	// reading the text (a step per 2 bytes and 80 per RRULE), building
+	// each rule's tables (a few hundred steps for a table of days, and a
+	// step per 4 bytes of table the schedule keeps), checking over the
+	// calendar's cycle how long a search may take, counting a COUNT rule
+	// from DTSTART, and finding for each EXDATE that removes an occurrence
+	// the next one that stays. Rules of a schedule with the same day
+	// filter, or the same times and INTERVAL, share their tables and pay
+	// for them once. Parse stops and refuses the schedule as soon as its
+	// count would pass the limit, so that a schedule costs at most this
+	// much to parse, accepted or not, and keeps at most 4 bytes of tables
+	// per step. A few RRULEs with a few BYxxx parts each and hundreds of
+	// EXDATEs take a few thousand to a few tens of thousands of steps;
+	// raising MaxCount, MaxRules or MaxExDates may call for raising this
+	// limit too.
+	MaxParseSteps int
 }
 
 // DefaultLimits are the limits Parse applies when Options.Limits leaves a
@@ -47,6 +67,8 @@ var DefaultLimits = Limits{
 	MaxExDates: 1000,
 	MaxCount:   100_000,
 	MaxSteps:   50_000,
+
+	MaxParseSteps: 100_000,
 }
 
 // orDefault returns l with its zero fields set to their defaults.
@@ -63,6 +85,7 @@ func (l Limits) orDefault() Limits {
 	set(&l.MaxExDates, d.MaxExDates)
 	set(&l.MaxCount, d.MaxCount)
 	set(&l.MaxSteps, d.MaxSteps)
+	set(&l.MaxParseSteps, d.MaxParseSteps)
 	return l
 }
 

@@ -133,7 +133,10 @@ type dateTime struct {
 }
 
 func parseDateTime(v string) (dateTime, error) {
-	bad := fmt.Errorf("%q: want a date-time YYYYMMDDTHHMMSS, with Z for UTC, or a date YYYYMMDD", cut(v))
+	orig := v
+	bad := func() error {
+		return fmt.Errorf("%q: want a date-time YYYYMMDDTHHMMSS, with Z for UTC, or a date YYYYMMDD", cut(orig))
+	}
 	var dt dateTime
 	if strings.HasSuffix(v, "Z") || strings.HasSuffix(v, "z") {
 		dt.utc, v = true, v[:len(v)-1]
@@ -143,7 +146,7 @@ func parseDateTime(v string) (dateTime, error) {
 		dt.dateOnly = true
 	case len(v) == 15 && (v[8] == 'T' || v[8] == 't'):
 	default:
-		return dt, bad
+		return dt, bad()
 	}
 	num := func(s string) int {
 		n := 0
@@ -161,7 +164,7 @@ func parseDateTime(v string) (dateTime, error) {
 		hh, mm, ss = num(v[9:11]), num(v[11:13]), num(v[13:15])
 	}
 	if y < 0 || m < 0 || d < 0 || hh < 0 || mm < 0 || ss < 0 {
-		return dt, bad
+		return dt, bad()
 	}
 	if y < 1 || m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m) || hh > 23 || mm > 59 || ss > 59 {
 		return dt, fmt.Errorf("%q: no such date or time", cut(v))
@@ -236,7 +239,42 @@ type recur struct {
 	byWeekNo   []int
 	byMonth    []int
 	bySetPos   []int
-	seen       map[string]string // part name -> value as written
+	seen       parts // the parts as written
+}
+
+// The rule parts, in the order of partNames.
+const (
+	partFreq = iota
+	partInterval
+	partCount
+	partUntil
+	partWkst
+	partByDay
+	partBySecond
+	partByMinute
+	partByHour
+	partByMonthDay
+	partByYearDay
+	partByWeekNo
+	partByMonth
+	partBySetPos
+	numParts
+)
+
+var partNames = [numParts]string{"FREQ", "INTERVAL", "COUNT", "UNTIL", "WKST", "BYDAY",
+	"BYSECOND", "BYMINUTE", "BYHOUR", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO", "BYMONTH", "BYSETPOS"}
+
+// parts holds the value of each part of a rule as written, "" when absent
+// (an empty value is refused).
+type parts [numParts]string
+
+// get returns the value of the part named name.
+func (p *parts) get(name string) (string, bool) {
+	i := slices.Index(partNames[:], name)
+	if i < 0 || p[i] == "" {
+		return "", false
+	}
+	return p[i], true
 }
 
 var weekdayNames = []string{"MO", "TU", "WE", "TH", "FR", "SA", "SU"}
@@ -264,22 +302,25 @@ func (r intRange) ok(n int) bool {
 	return n >= r.lo && n <= r.hi || r.signed && n <= -r.lo && n >= -r.hi
 }
 
-var listParts = map[string]intRange{
-	"BYSECOND":   {0, 59, false},
-	"BYMINUTE":   {0, 59, false},
-	"BYHOUR":     {0, 23, false},
-	"BYMONTHDAY": {1, 31, true},
-	"BYYEARDAY":  {1, 366, true},
-	"BYWEEKNO":   {1, 53, true},
-	"BYMONTH":    {1, 12, false},
-	"BYSETPOS":   {1, 366, true},
+// listRanges are the values of the list parts, by part.
+var listRanges = [numParts]intRange{
+	partBySecond:   {0, 59, false},
+	partByMinute:   {0, 59, false},
+	partByHour:     {0, 23, false},
+	partByMonthDay: {1, 31, true},
+	partByYearDay:  {1, 366, true},
+	partByWeekNo:   {1, 53, true},
+	partByMonth:    {1, 12, false},
+	partBySetPos:   {1, 366, true},
 }
 
 // parseRecur parses an RRULE value, with COUNT at most maxCount. Errors
 // name the part and the rule, e.g. "BYHOUR=25: must be between 0 and 23".
 func parseRecur(value string, maxCount int) (*recur, error) {
-	rc := &recur{interval: 1, seen: map[string]string{}}
-	for _, part := range strings.Split(value, ";") {
+	rc := &recur{interval: 1}
+	for rest, more := value, true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, ";")
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
@@ -289,68 +330,59 @@ func parseRecur(value string, maxCount int) (*recur, error) {
 		if !ok || name == "" {
 			return nil, fmt.Errorf("%q: want NAME=VALUE, e.g. FREQ=DAILY", cut(part))
 		}
-		if _, dup := rc.seen[name]; dup {
+		id := slices.Index(partNames[:], name)
+		if id >= 0 && rc.seen[id] != "" {
 			return nil, fmt.Errorf("%s: given more than once", cut(name))
 		}
 		if val == "" {
 			return nil, fmt.Errorf("%s=: empty value", cut(name))
 		}
-		rc.seen[name] = val
+		if id < 0 {
+			return nil, fmt.Errorf("%s=%s: unknown rule part", cut(name), cut(val))
+		}
+		rc.seen[id] = val
 		var err error
-		switch name {
-		case "FREQ":
+		switch id {
+		case partFreq:
 			i := slices.Index(frequencyNames[:], val)
 			if i < 0 {
 				return nil, fmt.Errorf("FREQ=%s: unknown frequency (want YEARLY, MONTHLY, WEEKLY, DAILY, HOURLY, MINUTELY or SECONDLY)", cut(val))
 			}
 			rc.freq = frequency(i)
-		case "INTERVAL":
+		case partInterval:
 			rc.interval, err = parseBounded(name, val, 1, maxInterval)
-		case "COUNT":
+		case partCount:
 			rc.count, err = parseBounded(name, val, 1, maxCount)
-		case "UNTIL":
+		case partUntil:
 			rc.until = val
-		case "WKST":
+		case partWkst:
 			var ok bool
 			if rc.wkst, ok = parseWeekday(val); !ok {
 				return nil, fmt.Errorf("WKST=%s: unknown weekday (want MO, TU, WE, TH, FR, SA or SU)", cut(val))
 			}
-		case "BYDAY":
+		case partByDay:
 			rc.byDay, err = parseByDay(val)
 		default:
-			rng, ok := listParts[name]
-			if !ok {
-				return nil, fmt.Errorf("%s=%s: unknown rule part", cut(name), cut(val))
-			}
 			var list []int
-			for _, s := range strings.Split(val, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(s))
-				if err != nil {
-					return nil, fmt.Errorf("%s=%s: not a number", name, cut(strings.TrimSpace(s)))
-				}
-				if !rng.ok(n) {
-					return nil, fmt.Errorf("%s=%d: %v", name, n, rng)
-				}
-				list = append(list, n)
+			if list, err = parseList(name, val, listRanges[id]); err != nil {
+				return nil, err
 			}
-			slices.Sort(list)
-			list = slices.Compact(list)
-			switch name {
-			case "BYSECOND":
+			switch id {
+			case partBySecond:
 				rc.bySecond = list
-			case "BYMINUTE":
+			case partByMinute:
 				rc.byMinute = list
-			case "BYHOUR":
+			case partByHour:
 				rc.byHour = list
-			case "BYMONTHDAY":
+			case partByMonthDay:
 				rc.byMonthDay = list
-			case "BYYEARDAY":
+			case partByYearDay:
 				rc.byYearDay = list
-			case "BYWEEKNO":
+			case partByWeekNo:
 				rc.byWeekNo = list
-			case "BYMONTH":
+			case partByMonth:
 				rc.byMonth = list
-			case "BYSETPOS":
+			case partBySetPos:
 				rc.bySetPos = list
 			}
 		}
@@ -358,10 +390,30 @@ func parseRecur(value string, maxCount int) (*recur, error) {
 			return nil, err
 		}
 	}
-	if _, ok := rc.seen["FREQ"]; !ok {
+	if rc.seen[partFreq] == "" {
 		return nil, errors.New("rule has no FREQ (e.g. FREQ=DAILY)")
 	}
 	return rc, rc.check()
+}
+
+// parseList parses the comma-separated numbers of a list part, sorted and
+// without repeats.
+func parseList(name, val string, rng intRange) ([]int, error) {
+	list := make([]int, 0, strings.Count(val, ",")+1)
+	for rest, more := val, true; more; {
+		var s string
+		s, rest, more = strings.Cut(rest, ",")
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: not a number", name, cut(strings.TrimSpace(s)))
+		}
+		if !rng.ok(n) {
+			return nil, fmt.Errorf("%s=%d: %v", name, n, rng)
+		}
+		list = append(list, n)
+	}
+	slices.Sort(list)
+	return slices.Compact(list), nil
 }
 
 func parseBounded(name, val string, lo, hi int) (int, error) {
@@ -418,7 +470,10 @@ func parseByDay(val string) ([]nthWeekday, error) {
 // check applies the restrictions of RFC 5545 3.3.10 that depend on FREQ.
 func (rc *recur) check() error {
 	f := rc.freq
-	show := func(name string) string { return name + "=" + cut(rc.seen[name]) }
+	show := func(name string) string {
+		v, _ := rc.seen.get(name)
+		return name + "=" + cut(v)
+	}
 	if rc.count > 0 && rc.until != "" {
 		return errors.New("COUNT and UNTIL: only one of them may be given")
 	}
@@ -447,8 +502,8 @@ func (rc *recur) check() error {
 	}
 	if len(rc.bySetPos) > 0 {
 		other := false
-		for name := range rc.seen {
-			if strings.HasPrefix(name, "BY") && name != "BYSETPOS" {
+		for id, v := range rc.seen {
+			if v != "" && strings.HasPrefix(partNames[id], "BY") && id != partBySetPos {
 				other = true
 			}
 		}

@@ -86,24 +86,36 @@
 // month's or year's shape (which month, leap year or not, weekday of the
 // 1st), so each rule tabulates them once and looks at a period with a
 // table lookup; days that do not pass are crossed month by month. A COUNT
-// rule is walked once, at Parse, to its last occurrence, and then searched
-// like a rule with UNTIL. Each EXDATE that removes an occurrence records,
+// rule is counted once, at Parse, to its last occurrence, and then
+// searched like a rule with UNTIL. Each EXDATE that removes an occurrence records,
 // at Parse, the first occurrence after it that stays, so that a run of
 // removed occurrences costs Next nothing.
 //
 // Every schedule is bounded (see Limits): its text, rules, RDATE and
-// EXDATE values and COUNT, and the work to find one occurrence. Parse
-// computes that work from the rules' structure over the calendar's
-// 400-year cycle (the longest stretch without occurrence a search may
-// have to cross) and refuses a schedule whose search may take more than
-// Limits.MaxSteps, so that Next and First of an accepted schedule always
-// answer within the bound: under a millisecond with the default limits.
-// Parse itself stays cheap for any text, refused or not.
+// EXDATE values and COUNT, the work to find one occurrence, and the work
+// of Parse itself. Parse computes the work of a search from the rules'
+// structure over the calendar's 400-year cycle (the longest stretch
+// without occurrence a search may have to cross) and refuses a schedule
+// whose search may take more than Limits.MaxSteps, so that Next and First
+// of an accepted schedule always answer within the bound: well under a
+// millisecond with the default limits. Parse counts its own work (reading
+// the text, building the tables, that check, the COUNT walk, the EXDATEs)
+// against Limits.MaxParseSteps and stops, refusing the schedule, as soon
+// as it would pass it: about a millisecond at most with the default
+// limits, accepted or not, so that a first Next (Parse, then Next) costs
+// about a millisecond at most for any schedule. Rules of a schedule with
+// the same day filter, or the same times and INTERVAL, share their tables,
+// and a filter of weekdays only (BYDAY without positions) takes a table
+// shared by every schedule; a COUNT rule whose periods are all alike, or a
+// DAILY one with a day filter, is counted without walking each period.
 //
 // Parse keeps recently parsed schedules, keyed by text, zone, limits and
 // (for a schedule without DTSTART) the anchor day, so the many models
 // sharing a schedule share one Schedule. The cache is bounded by the
-// memory its schedules hold (32 MB), and a refused text is not kept.
+// memory its schedules hold (32 MB: a common schedule holds about 1.3 KB,
+// so that some 12,000 of them stay cached, and the largest an
+// accepted schedule may hold is some 400 KB of tables plus what grows with
+// its text), and a refused text is not kept.
 //
 // # Schedules without DTSTART
 //
@@ -153,6 +165,8 @@ type Schedule struct {
 	after []int64
 	bound int // steps one Next or First may take
 	size  int // bytes held, estimated
+
+	parseSteps int // the work of Parse, in steps (see Limits.MaxParseSteps)
 
 	src       *source // what Parse read, for Reanchor (nil with DTSTART)
 	anchorDay int64
@@ -259,13 +273,14 @@ func mentionsDTSTART(text string) bool {
 
 // source is what Parse reads from a schedule's text.
 type source struct {
-	loc      *time.Location // DTSTART's zone, or the default one
-	hasStart bool
-	start    int64 // DTSTART, wall time
-	dateOnly bool
-	rules    []ruleSource
-	rdates   []int64 // sorted, unique
-	exdates  []int64 // sorted, unique
+	loc       *time.Location // DTSTART's zone, or the default one
+	textBytes int
+	hasStart  bool
+	start     int64 // DTSTART, wall time
+	dateOnly  bool
+	rules     []ruleSource
+	rdates    []int64 // sorted, unique
+	exdates   []int64 // sorted, unique
 }
 
 type ruleSource struct {
@@ -323,7 +338,7 @@ func read(text string, loc *time.Location, lim *Limits) (*source, error) {
 		return nil, fmt.Errorf("schedule has no RRULE or RDATE")
 	}
 
-	src := &source{loc: loc}
+	src := &source{loc: loc, textBytes: len(text)}
 	if dtstart != nil {
 		zone, tzid, err := zoneParams(*dtstart, loc)
 		if err != nil {
@@ -393,6 +408,12 @@ type ruleError struct {
 func (e ruleError) Error() string { return fmt.Sprintf("RRULE on line %d: %v", e.line, e.err) }
 func (e ruleError) Unwrap() error { return e.err }
 
+// Parse steps of reading a schedule's text (see work).
+const (
+	textBytesPerStep = 2
+	stepsRuleText    = 80 // per RRULE line
+)
+
 // build returns the schedule of src, anchored, without DTSTART, at
 // anchorDay.
 func (src *source) build(anchorDay int64, lim *Limits) (*Schedule, error) {
@@ -404,14 +425,19 @@ func (src *source) build(anchorDay int64, lim *Limits) (*Schedule, error) {
 		s.size += 512 * len(src.rules) // the rules as read, kept for Reanchor
 	}
 	w := newWork(lim)
+	w.multi = len(src.rules) > 1
+	if !w.spend(src.textBytes/textBytesPerStep + stepsRuleText*len(src.rules)) {
+		return nil, w.exceeded(fmt.Sprintf("schedule: reading %d bytes", src.textBytes), "shorten it")
+	}
 	s.bound = stepsZone + 2*(bits.Len(uint(len(s.rdates)))+bits.Len(uint(len(s.exdates))))
 	for _, rs := range src.rules {
-		r, err := newRule(rs.rc, start, src.loc, src.dateOnly)
+		r, err := newRule(rs.rc, start, src.loc, src.dateOnly, w)
 		if err == nil {
 			err = r.analyze(w)
 		}
-		if err == nil {
-			err = r.occurs()
+		if err == nil && r.bound <= lim.MaxSteps {
+			// (Beyond MaxSteps, the schedule is refused below.)
+			err = r.occurs(w)
 		}
 		if err != nil {
 			if len(src.rules) > 1 {
@@ -429,9 +455,15 @@ func (src *source) build(anchorDay int64, lim *Limits) (*Schedule, error) {
 	if err := s.buildAfter(w); err != nil {
 		return nil, err
 	}
-	if _, ok := s.next(minInstant); !ok {
+	_, ok, steps := s.nextSteps(minInstant)
+	if !w.spend(steps) {
+		return nil, w.exceeded("schedule: finding its first occurrence", "use fewer or simpler rules")
+	}
+	if !ok {
 		return nil, fmt.Errorf("%w: EXDATE removes every occurrence", ErrNoOccurrence)
 	}
+	s.size += w.bytes
+	s.parseSteps = w.used
 	return s, nil
 }
 
@@ -451,11 +483,16 @@ func (s *Schedule) boundError(lim *Limits) error {
 		len(s.rules), s.bound, lim.MaxSteps, costliest.freq, costliest.interval, costliest.bound)
 }
 
-// occurs returns ErrNoOccurrence if the rule has no occurrence.
-func (r *rule) occurs() error {
+// occurs returns ErrNoOccurrence if the rule has no occurrence, charging
+// w for the search.
+func (r *rule) occurs(w *work) error {
 	z := newZone(r.loc, floorDiv(r.start, secondsPerDay)*secondsPerDay-2*secondsPerDay)
-	steps := 0
-	if _, ok := r.next(&z, &steps); !ok {
+	steps := stepsZone
+	_, ok := r.next(&z, &steps)
+	if !w.spend(steps) {
+		return w.ruleExceeded("finding the first occurrence of")
+	}
+	if !ok {
 		return ErrNoOccurrence
 	}
 	return nil
@@ -469,23 +506,25 @@ func (s *Schedule) buildAfter(w *work) error {
 		return nil
 	}
 	memo := make([]memoNext, len(s.rules))
+	ser := series{parsed: true}
 	steps := 0
 	next := make([]int64, len(s.exdates))
 	s.after = make([]int64, len(s.exdates))
 	for i, e := range s.exdates {
 		s.after[i] = notOccurrence
-		if !s.has(e, &steps) {
-			continue
+		// e is an occurrence if the first one after e-1 is e.
+		if x, ok := s.rawNext(e-1, memo, &ser, &steps); ok && x == e {
+			next[i] = noneAfter
+			if x, ok := s.rawNext(e, memo, &ser, &steps); ok {
+				next[i] = x
+			}
 		}
-		next[i] = noneAfter
-		if x, ok := s.rawNext(e, memo, &steps); ok {
-			next[i] = x
-		}
-		if steps > w.exdat {
-			return limitErrorf("MaxSteps", "EXDATE: checking %d values against %d rules takes more than %d steps (64 × Limits.MaxSteps); use fewer values or rules",
-				len(s.exdates), len(s.rules), w.exdat)
+		if w.used+steps > w.max {
+			return w.exceeded(fmt.Sprintf("EXDATE: checking %d values against %d rules", len(s.exdates), len(s.rules)),
+				"use fewer values or rules")
 		}
 	}
+	w.spend(steps)
 	for i := len(s.exdates) - 1; i >= 0; i-- {
 		if next[i] == 0 {
 			continue
@@ -498,48 +537,6 @@ func (s *Schedule) buildAfter(w *work) error {
 	return nil
 }
 
-// has reports whether the instant e is an occurrence of the rules or
-// RDATEs, EXDATE aside.
-func (s *Schedule) has(e int64, steps *int) bool {
-	if _, ok := slices.BinarySearch(s.rdates, e); ok {
-		return true
-	}
-	// The wall times that stand for e: its own, and one in a gap just
-	// before it.
-	z := newZone(s.loc, e-1)
-	*steps += stepsZone
-	walls := [2]int64{z.wall, z.gapLo}
-	n := 1
-	if z.gapLo < z.gapHi {
-		n = 2
-	}
-	for _, r := range s.rules {
-		for _, w := range walls[:n] {
-			if r.has(&z, e, w, steps) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// has reports whether the wall time w, which stands for the instant e, is
-// an occurrence of the rule.
-func (r *rule) has(z *zone, e, w int64, steps *int) bool {
-	*steps++
-	if w < r.start || w > r.lastWall || e > r.until || !r.dayPasses(floorDiv(w, secondsPerDay)) {
-		return false
-	}
-	it := iter{r: r, lim: floorDiv(w, secondsPerDay)}
-	x, ok := it.find(w)
-	*steps += it.steps + stepsResolve
-	if !ok || x != w {
-		return false
-	}
-	u, _, _ := z.resolve(r.loc, w)
-	return u == e
-}
-
 // memoNext remembers a rule's answer to an earlier question, which stays
 // right for any later time before it.
 type memoNext struct {
@@ -547,22 +544,53 @@ type memoNext struct {
 	ok, valid   bool
 }
 
+// series is what a series of questions to rawNext, about times that do
+// not decrease, share: the zone of the last one, for the next to reuse,
+// and how to count their steps.
+type series struct {
+	z      zone
+	zoned  bool
+	parsed bool // count steps as Parse accounts for its work (see fixedPerStep), not as a search bounds them
+}
+
+// A search counts, besides the periods it looks at, fixed amounts for
+// loading a period, placing an entry in it and resolving a wall time:
+// bounds, which take in fact about an eighth as much. Parse counts that
+// for checking EXDATEs, where it searches once or twice per value, with
+// stepsSearchCall for the call.
+const (
+	fixedPerStep    = 8
+	stepsSearchCall = 2
+)
+
 // rawNext returns the first occurrence of the rules or RDATEs after t,
-// EXDATE aside, reusing the answers in memo (times asked must not
-// decrease).
-func (s *Schedule) rawNext(t int64, memo []memoNext, steps *int) (int64, bool) {
-	var z zone
+// EXDATE aside, reusing the answers in memo and the zone of ser (times
+// asked must not decrease).
+func (s *Schedule) rawNext(t int64, memo []memoNext, ser *series, steps *int) (int64, bool) {
 	zoned := false
 	best, found := int64(0), false
 	for i, r := range s.rules {
 		m := &memo[i]
 		if !m.valid || m.asked > t || m.ok && m.next <= t {
 			if !zoned {
-				z, zoned = newZone(s.loc, t), true
-				*steps += stepsZone
+				reused := false
+				if ser.zoned {
+					ser.z, reused = ser.z.moveTo(s.loc, t)
+				} else {
+					ser.z, ser.zoned = newZone(s.loc, t), true
+				}
+				if !reused {
+					*steps += stepsZone
+				}
+				zoned = true
 			}
-			m.next, m.ok = r.next(&z, steps)
+			var fixed int
+			m.next, m.ok, fixed = r.search(&ser.z, steps)
 			m.asked, m.valid = t, true
+			if ser.parsed {
+				// Count what the search does, not what its bound allows.
+				*steps -= fixed - fixed/fixedPerStep - stepsSearchCall
+			}
 		}
 		if m.ok && (!found || m.next < best) {
 			best, found = m.next, true
@@ -638,9 +666,10 @@ func (s *Schedule) nextSteps(t int64) (int64, bool, int) {
 // schedules and a few milliseconds on the costliest accepted ones.
 func (s *Schedule) MinGap(after time.Time, n int) (time.Duration, bool) {
 	memo := make([]memoNext, len(s.rules))
+	var ser series
 	steps := 0
 	next := func(t int64) (int64, bool) {
-		x, ok := s.rawNext(t, memo, &steps)
+		x, ok := s.rawNext(t, memo, &ser, &steps)
 		if ok {
 			if i, excluded := slices.BinarySearch(s.exdates, x); excluded {
 				x = s.after[i]

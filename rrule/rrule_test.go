@@ -345,6 +345,17 @@ func TestNoOccurrenceIsErrNoOccurrence(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoOccurrence)
 	_, err = Parse("FREQ=HOURLY;INTERVAL=2;BYHOUR=1", Options{})
 	require.ErrorIs(t, err, ErrNoOccurrence)
+	// A period never holds the entry BYSETPOS asks for: known without
+	// walking to year 9999, even for a COUNT rule.
+	for _, text := range []string{
+		"DTSTART:20260101T020000Z\nRRULE:FREQ=WEEKLY;BYHOUR=2;BYSETPOS=3",
+		"DTSTART:20260101T020000Z\nRRULE:FREQ=MONTHLY;BYMONTH=3;BYSETPOS=2;COUNT=70",
+		"DTSTART:20260101T020000Z\nRRULE:FREQ=YEARLY;BYDAY=1MO;BYSETPOS=-2",
+		"DTSTART:20260101T020000Z\nRRULE:FREQ=WEEKLY;BYMONTH=1,2;BYHOUR=1;BYSETPOS=8",
+	} {
+		_, err = Parse(text, Options{Limits: Limits{MaxParseSteps: 2000}})
+		require.ErrorIs(t, err, ErrNoOccurrence, text)
+	}
 }
 
 // TestDST checks the days the clocks change, against RFC 5545 3.3.5: a

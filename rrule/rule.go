@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -93,8 +94,9 @@ type rule struct {
 	// BYDAY positions included.
 	years     *[yearShapes][6]uint64
 	yearCount *[yearShapes]uint16
-	// week (FREQ=WEEKLY without BYMONTH) holds the days of every week that
-	// pass BYDAY, bit 0 being WKST's day.
+	// week (FREQ=WEEKLY) holds the days of every week that pass BYDAY,
+	// bit 0 being WKST's day; with BYMONTH (weekByMo), the month tables
+	// say which of them a week has.
 	week     uint8
 	weekByMo bool // WEEKLY with BYMONTH: a week's days come from months
 
@@ -138,7 +140,8 @@ type rule struct {
 	bound int
 }
 
-// filter holds the day parts of a rule as sets.
+// filter holds the day parts of a rule as sets. It is comparable, so that
+// rules with the same filter share their tables.
 type filter struct {
 	byMonth     uint16 // bit m
 	byWeekday   uint8  // bit per weekday, Monday = 0
@@ -147,15 +150,41 @@ type filter struct {
 	byYearDay   [6]uint64
 	byNYearDay  [6]uint64
 	hasYearDay  bool
-	byNWeekday  []nthWeekday
-	nthInMonth  bool // positions count within the month (MONTHLY, or YEARLY with BYMONTH)
-	byWeekNo    []int
-	wkst        int
+	// nth holds the BYDAY entries with a position, two bytes each: the
+	// weekday and the position (int8), in increasing order.
+	nth        string
+	nthInMonth bool      // positions count within the month (MONTHLY, or YEARLY with BYMONTH)
+	weekNo     [2]uint64 // BYWEEKNO: bit n for n in 1..53 in [0], for -n in [1]
+	wkst       int       // only with BYWEEKNO, 0 otherwise
+	yearly     bool      // whether the year tables are wanted
 }
 
 func (f *filter) any() bool {
 	return f.byMonth != 0 || f.byWeekday != 0 || f.byMonthDay|f.byNMonthDay != 0 || f.hasYearDay ||
-		len(f.byNWeekday) > 0 || len(f.byWeekNo) > 0
+		f.nth != "" || f.hasWeekNo()
+}
+
+func (f *filter) hasWeekNo() bool { return f.weekNo != [2]uint64{} }
+
+// weekdaysOnly reports whether the filter depends on the weekday only
+// (BYDAY without position), so that the days that pass repeat every week.
+func (f *filter) weekdaysOnly() bool {
+	return f.byMonth == 0 && f.byMonthDay|f.byNMonthDay == 0 && !f.hasYearDay && f.nth == "" && !f.hasWeekNo()
+}
+
+// eachNth calls fn with each BYDAY entry with a position.
+func (f *filter) eachNth(fn func(weekday, n int)) {
+	for i := 0; i+1 < len(f.nth); i += 2 {
+		fn(int(f.nth[i]), int(int8(f.nth[i+1])))
+	}
+}
+
+// hasWeekNoValue reports whether BYWEEKNO holds n.
+func (f *filter) hasWeekNoValue(n int) bool {
+	if n < 0 {
+		return n >= -53 && f.weekNo[1]&(1<<uint(-n)) != 0
+	}
+	return n <= 53 && f.weekNo[0]&(1<<uint(n)) != 0
 }
 
 func bitTest(set []uint64, i int64) bool {
@@ -165,6 +194,39 @@ func bitTest(set []uint64, i int64) bool {
 func bitSet(set []uint64, i int64) {
 	set[i>>6] |= 1 << uint(i&63)
 }
+
+// bits32 returns the 32 bits of set from bit lo (0 <= lo), zero past its
+// end.
+func bits32(set *[6]uint64, lo int) uint32 {
+	w, sh := lo>>6, uint(lo&63)
+	if w >= len(set) {
+		return 0
+	}
+	v := set[w] >> sh
+	if sh > 32 && w+1 < len(set) {
+		v |= set[w+1] << (64 - sh)
+	}
+	return uint32(v)
+}
+
+// weekdayDays[wd1][set] holds the days (bits 1 to 31) of a month whose
+// 1st is a wd1 that fall on a weekday of set (bit per weekday).
+var weekdayDays = func() (out [7][128]uint32) {
+	for wd1 := range 7 {
+		var of [7]uint32
+		for d := 1; d <= 31; d++ {
+			of[(wd1+d-1)%7] |= 1 << uint(d)
+		}
+		for set := range 128 {
+			for wd := range 7 {
+				if set&(1<<uint(wd)) != 0 {
+					out[wd1][set] |= of[wd]
+				}
+			}
+		}
+	}
+	return out
+}()
 
 // monthMask returns the days (bits 1 to dim) of a month of the shape (m,
 // leap, wd1) that pass f.
@@ -183,22 +245,24 @@ func (f *filter) monthMask(m int, leap bool, wd1 int) uint32 {
 			yd1++
 		}
 	}
-	var mask uint32
-	for d := 1; d <= dim; d++ {
-		wd, yd := (wd1+d-1)%7, yd1+d-1
-		if f.byWeekday != 0 && f.byWeekday&(1<<uint(wd)) == 0 {
-			continue
-		}
-		if f.byMonthDay|f.byNMonthDay != 0 &&
-			f.byMonthDay&(1<<uint(d)) == 0 && f.byNMonthDay&(1<<uint(dim-d+1)) == 0 {
-			continue
-		}
-		if f.hasYearDay && !bitTest(f.byYearDay[:], int64(yd)) && !bitTest(f.byNYearDay[:], int64(ylen-yd+1)) {
-			continue
-		}
-		mask |= 1 << uint(d)
+	mask := uint32(1)<<uint(dim+1) - 2
+	if f.byWeekday != 0 {
+		mask &= weekdayDays[wd1][f.byWeekday]
 	}
-	if f.nthInMonth && len(f.byNWeekday) > 0 {
+	if f.byMonthDay|f.byNMonthDay != 0 {
+		// Bit j of byNMonthDay is day dim-j+1.
+		neg := uint32(uint64(bits.Reverse32(f.byNMonthDay)) << 1 >> uint(31-dim))
+		mask &= f.byMonthDay | neg
+	}
+	if f.hasYearDay {
+		// Day d is day yd1+d-1 of the year, and day ylen-yd1-d+2 from
+		// its end.
+		pos := bits32(&f.byYearDay, yd1-1)
+		lo := ylen - yd1 - dim + 2 // from the end, of day dim
+		neg := bits.Reverse32(bits32(&f.byNYearDay, lo)) >> uint(31-dim)
+		mask &= pos | neg
+	}
+	if f.nthInMonth && f.nth != "" {
 		var nth uint32
 		f.markNth(func(i int) { nth |= 1 << uint(i+1) }, 0, dim-1, wd1)
 		mask &= nth
@@ -212,19 +276,19 @@ func (f *filter) monthMask(m int, leap bool, wd1 int) uint32 {
 // arithmetic is dateutil's.
 func (f *filter) markNth(set func(int), first, last, wdFirst int) {
 	wd := func(i int) int { return int(floorMod(int64(wdFirst+i-first), 7)) }
-	for _, x := range f.byNWeekday {
+	f.eachNth(func(weekday, n int) {
 		var i int
-		if x.n < 0 {
-			i = last + (x.n+1)*7
-			i -= int(floorMod(int64(wd(i)-x.weekday), 7))
+		if n < 0 {
+			i = last + (n+1)*7
+			i -= int(floorMod(int64(wd(i)-weekday), 7))
 		} else {
-			i = first + (x.n-1)*7
-			i += int(floorMod(int64(7-wd(i)+x.weekday), 7))
+			i = first + (n-1)*7
+			i += int(floorMod(int64(7-wd(i)+weekday), 7))
 		}
 		if first <= i && i <= last {
 			set(i)
 		}
-	}
+	})
 }
 
 // weekNoMask sets the days i of a year (0 = 1 January) that BYWEEKNO
@@ -253,24 +317,26 @@ func (f *filter) weekNoMask(set func(int), wd0, ylen, pwd0, plen int) {
 			}
 		}
 	}
-	has := func(n int) bool { return slices.Contains(f.byWeekNo, n) }
-	for _, n := range f.byWeekNo {
-		if n < 0 {
-			n += numweeks + 1
-		}
-		if n <= 0 || n > numweeks {
-			continue
-		}
-		i := no1wkst
-		if n > 1 {
-			i = no1wkst + (n-1)*7
-			if no1wkst != firstwkst {
-				i -= 7 - firstwkst
+	for sign := range 2 {
+		for rest := f.weekNo[sign]; rest != 0; rest &= rest - 1 {
+			n := bits.TrailingZeros64(rest)
+			if sign == 1 {
+				n = numweeks + 1 - n
 			}
+			if n <= 0 || n > numweeks {
+				continue
+			}
+			i := no1wkst
+			if n > 1 {
+				i = no1wkst + (n-1)*7
+				if no1wkst != firstwkst {
+					i -= 7 - firstwkst
+				}
+			}
+			markWeek(i)
 		}
-		markWeek(i)
 	}
-	if has(1) {
+	if f.hasWeekNoValue(1) {
 		// Week 1 of next year may start in this one.
 		i := no1wkst + numweeks*7
 		if no1wkst != firstwkst {
@@ -283,7 +349,7 @@ func (f *filter) weekNoMask(set func(int), wd0, ylen, pwd0, plen int) {
 	if no1wkst != 0 {
 		// The days before week 1 belong to last year's last week.
 		lnumweeks := -1
-		if !has(-1) {
+		if !f.hasWeekNoValue(-1) {
 			lno1wkst := int(floorMod(int64(7-pwd0+wkst), 7))
 			if lno1wkst >= 4 {
 				lnumweeks = 52 + (plen+int(floorMod(int64(pwd0-wkst), 7)))%7/4
@@ -291,7 +357,7 @@ func (f *filter) weekNoMask(set func(int), wd0, ylen, pwd0, plen int) {
 				lnumweeks = 52 + int(floorMod(int64(ylen-no1wkst), 7))/4
 			}
 		}
-		if has(lnumweeks) {
+		if f.hasWeekNoValue(lnumweeks) {
 			for i := 0; i < no1wkst; i++ {
 				set(i)
 			}
@@ -300,7 +366,7 @@ func (f *filter) weekNoMask(set func(int), wd0, ylen, pwd0, plen int) {
 }
 
 // newRule builds the rule of rc anchored at the wall time start in loc.
-func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*rule, error) {
+func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool, w *work) (*rule, error) {
 	if dateOnlyStart {
 		// RFC 5545 3.3.10: with a DATE DTSTART, BYSECOND, BYMINUTE and
 		// BYHOUR must be ignored.
@@ -337,7 +403,15 @@ func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*r
 	sh, smin, ss := int(sec/3600), int(sec/60%60), int(sec%60)
 	swd := weekdayOf(r.startDay)
 
-	f := filter{wkst: rc.wkst, byWeekNo: rc.byWeekNo}
+	f := filter{yearly: r.freq == yearly}
+	for _, n := range rc.byWeekNo {
+		if n > 0 {
+			f.weekNo[0] |= 1 << uint(n)
+		} else {
+			f.weekNo[1] |= 1 << uint(-n)
+		}
+		f.wkst = rc.wkst
+	}
 	byMonth, byMonthDay, byDay := rc.byMonth, rc.byMonthDay, rc.byDay
 	if len(rc.byWeekNo) == 0 && len(rc.byYearDay) == 0 && len(byMonthDay) == 0 && len(byDay) == 0 {
 		// Without any day part, the day comes from DTSTART.
@@ -371,16 +445,32 @@ func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*r
 			bitSet(f.byNYearDay[:], int64(-d))
 		}
 	}
+	var nth []byte
 	for _, d := range byDay {
 		if d.n == 0 {
 			f.byWeekday |= 1 << uint(d.weekday)
 		} else {
-			f.byNWeekday = append(f.byNWeekday, d)
+			nth = append(nth, byte(d.weekday), byte(int8(d.n)))
 		}
 	}
-	f.nthInMonth = r.freq == monthly || f.byMonth != 0
-	r.buildDays(&f)
-	r.weekdays = f.byMonth == 0 && f.byMonthDay|f.byNMonthDay == 0 && !f.hasYearDay && len(f.byNWeekday) == 0 && len(f.byWeekNo) == 0
+	if len(nth) > 0 {
+		// In increasing order, so that equal filters are equal.
+		pairs := make([]uint16, len(nth)/2)
+		for i := range pairs {
+			pairs[i] = uint16(nth[2*i])<<8 | uint16(nth[2*i+1])
+		}
+		slices.Sort(pairs)
+		for i, p := range pairs {
+			nth[2*i], nth[2*i+1] = byte(p>>8), byte(p)
+		}
+		f.nth = string(nth)
+	}
+	// (Only with positions, so that filters alike are equal.)
+	f.nthInMonth = f.nth != "" && (r.freq == monthly || f.byMonth != 0)
+	if err := r.buildDays(&f, w); err != nil {
+		return nil, err
+	}
+	r.weekdays = f.weekdaysOnly()
 
 	// Times of day: what BYHOUR, BYMINUTE and BYSECOND leave unsaid comes
 	// from DTSTART, down to the frequency's own unit.
@@ -423,7 +513,7 @@ func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*r
 		}
 		if len(picked) == 0 {
 			return nil, fmt.Errorf("%w: BYSETPOS=%s picks nothing, as each %v period holds %d occurrence(s)",
-				ErrNoOccurrence, cut(rc.seen["BYSETPOS"]), r.freq, r.nt)
+				ErrNoOccurrence, cut(rc.seen[partBySetPos]), r.freq, r.nt)
 		}
 		slices.Sort(picked)
 		r.picked = slices.Compact(picked)
@@ -454,7 +544,7 @@ func newRule(rc *recur, start int64, loc *time.Location, dateOnlyStart bool) (*r
 		r.origin = r.startDay
 	default:
 		r.origin = floorDiv(start, r.unit)
-		if err := r.buildSlots(rc); err != nil {
+		if err := r.buildSlots(rc, w); err != nil {
 			return nil, err
 		}
 	}
@@ -497,53 +587,148 @@ func (r *rule) seekTime(tod int64) int {
 	return lo
 }
 
-// buildDays computes the month and year tables of the rule's day filter.
-func (r *rule) buildDays(f *filter) {
+// monthTable holds the days of a filter (bits 1 to 31) of each month
+// shape, and their number.
+type monthTable struct {
+	days  [monthShapes]uint32
+	count [monthShapes]uint8
+}
+
+// yearTable holds the days of a filter (bit 0 is 1 January) of each year
+// shape, and their number.
+type yearTable struct {
+	days  [yearShapes][6]uint64
+	count [yearShapes]uint16
+}
+
+// dayTables are the tables of one filter, shared by the rules of a
+// schedule that have it.
+type dayTables struct {
+	months *monthTable
+	years  *yearTable // FREQ=YEARLY only
+}
+
+// The memory a month table and a year table hold.
+const (
+	monthTableBytes = monthShapes * 5
+	yearTableBytes  = yearShapes * 50
+)
+
+// weekdayTables[set] is the month table of a filter of weekdays only
+// (BYDAY without positions), built once for the whole program: 128 tables
+// at most, shared by every schedule.
+var weekdayTables [128]struct {
+	once sync.Once
+	t    *monthTable
+}
+
+func weekdayTable(set uint8) *monthTable {
+	e := &weekdayTables[set]
+	e.once.Do(func() {
+		e.t = (&filter{byWeekday: set}).monthTable()
+	})
+	return e.t
+}
+
+// monthTable computes the month table of f.
+func (f *filter) monthTable() *monthTable {
+	t := new(monthTable)
+	for m := 1; m <= 12; m++ {
+		for _, leap := range [2]bool{false, true} {
+			for wd1 := range 7 {
+				sh := monthShape(m, leap, wd1)
+				t.days[sh] = f.monthMask(m, leap, wd1)
+				t.count[sh] = uint8(bits.OnesCount32(t.days[sh]))
+			}
+		}
+	}
+	return t
+}
+
+// yearTable computes the year table of f from its month table.
+func (f *filter) yearTable(months *monthTable) *yearTable {
+	t := new(yearTable)
+	for wd0 := range 7 {
+		for _, leap := range [2]bool{false, true} {
+			for _, prevLeap := range [2]bool{false, true} {
+				sh := yearShape(wd0, leap, prevLeap)
+				t.days[sh] = f.yearMask(&months.days, wd0, leap, prevLeap)
+				n := 0
+				for _, w := range t.days[sh] {
+					n += bits.OnesCount64(w)
+				}
+				t.count[sh] = uint16(n)
+			}
+		}
+	}
+	return t
+}
+
+// Parse steps of building day tables (see work), besides the memory they
+// keep (tableBytesPerStep).
+const (
+	stepsMonthTable = 200 // a month table, plus stepsNthMonth per positioned BYDAY entry
+	stepsNthMonth   = 50
+	stepsYearTable  = 120 // a year table, plus stepsNthYear per positioned BYDAY entry and stepsWeekNo per BYWEEKNO value
+	stepsNthYear    = 15
+	stepsWeekNo     = 60
+)
+
+// buildDays finds or builds the month and year tables of the rule's day
+// filter, charging w.
+func (r *rule) buildDays(f *filter, w *work) error {
 	if !f.any() {
 		if r.freq == weekly {
 			r.week = 0x7f
 		}
-		return // every day passes
+		return nil // every day passes
 	}
-	months := new([monthShapes]uint32)
-	counts := new([monthShapes]uint8)
-	for m := 1; m <= 12; m++ {
-		for _, leap := range []bool{false, true} {
-			for wd1 := range 7 {
-				sh := monthShape(m, leap, wd1)
-				months[sh] = f.monthMask(m, leap, wd1)
-				counts[sh] = uint8(bits.OnesCount32(months[sh]))
-			}
+	var t dayTables
+	switch {
+	case f.weekdaysOnly() && !f.yearly:
+		t.months = weekdayTable(f.byWeekday)
+	default:
+		if shared, ok := w.days[*f]; ok {
+			t = shared
+			break
+		}
+		nth := len(f.nth) / 2
+		cost := stepsMonthTable + stepsNthMonth*nth + monthTableBytes/tableBytesPerStep
+		if f.yearly {
+			cost += stepsYearTable + stepsNthYear*nth + stepsWeekNo*(bits.OnesCount64(f.weekNo[0])+bits.OnesCount64(f.weekNo[1])) +
+				yearTableBytes/tableBytesPerStep
+		}
+		if !w.spend(cost) {
+			return w.ruleExceeded("preparing")
+		}
+		t.months = f.monthTable()
+		if f.yearly {
+			t.years = f.yearTable(t.months)
+		}
+		if w.days == nil {
+			w.days = map[filter]dayTables{}
+		}
+		w.days[*f] = t
+		w.bytes += monthTableBytes
+		if t.years != nil {
+			w.bytes += yearTableBytes
 		}
 	}
-	r.months, r.monthCount = months, counts
+	r.months, r.monthCount = &t.months.days, &t.months.count
 	switch r.freq {
 	case weekly:
-		if f.byMonth == 0 {
-			for j := range 7 {
-				if f.byWeekday&(1<<uint((r.wkst+j)%7)) != 0 {
-					r.week |= 1 << uint(j)
-				}
+		// With BYMONTH, week holds the days a week may have, its months
+		// saying which it has.
+		for j := range 7 {
+			if f.byWeekday == 0 || f.byWeekday&(1<<uint((r.wkst+j)%7)) != 0 {
+				r.week |= 1 << uint(j)
 			}
-		} else {
-			r.weekByMo = true
 		}
+		r.weekByMo = f.byMonth != 0
 	case yearly:
-		r.years, r.yearCount = new([yearShapes][6]uint64), new([yearShapes]uint16)
-		for wd0 := range 7 {
-			for _, leap := range []bool{false, true} {
-				for _, prevLeap := range []bool{false, true} {
-					sh := yearShape(wd0, leap, prevLeap)
-					r.years[sh] = f.yearMask(months, wd0, leap, prevLeap)
-					n := 0
-					for _, w := range r.years[sh] {
-						n += bits.OnesCount64(w)
-					}
-					r.yearCount[sh] = uint16(n)
-				}
-			}
-		}
+		r.years, r.yearCount = &t.years.days, &t.years.count
 	}
+	return nil
 }
 
 // yearMask returns the days of a year of the given shape that pass f.
@@ -558,9 +743,10 @@ func (f *filter) yearMask(months *[monthShapes]uint32, wd0 int, leap, prevLeap b
 	}
 	first := 0
 	for m := 1; m <= 12; m++ {
-		mm := months[monthShape(m, leap, (wd0+first)%7)] >> 1
-		for ; mm != 0; mm &= mm - 1 {
-			bitSet(mask[:], int64(first+bits.TrailingZeros32(mm)))
+		mm := uint64(months[monthShape(m, leap, (wd0+first)%7)] >> 1)
+		mask[first>>6] |= mm << uint(first&63)
+		if first&63 > 32 {
+			mask[first>>6+1] |= mm >> uint(64-first&63)
 		}
 		first += cumulativeDays[m] - cumulativeDays[m-1]
 		if m == 2 && leap {
@@ -574,20 +760,48 @@ func (f *filter) yearMask(months *[monthShapes]uint32, wd0 int, leap, prevLeap b
 			mask[i] &= other[i]
 		}
 	}
-	if len(f.byNWeekday) > 0 && !f.nthInMonth {
+	if f.nth != "" && !f.nthInMonth {
 		and(func(set func(int)) { f.markNth(set, 0, ylen-1, wd0) })
 	}
-	if len(f.byWeekNo) > 0 {
+	if f.hasWeekNo() {
 		pwd0 := int(floorMod(int64(wd0-plen), 7))
 		and(func(set func(int)) { f.weekNoMask(set, wd0, ylen, pwd0, plen) })
 	}
 	return mask
 }
 
+// slotKey identifies the slot table of a rule: its frequency, the hours,
+// minutes and seconds it allows, its INTERVAL and the phase of DTSTART.
+type slotKey struct {
+	freq             frequency
+	hours            uint32
+	minutes, seconds uint64
+	interval, phase  int64
+}
+
+// slotTable is the slot table of a rule, shared by the rules of a
+// schedule that have the same slotKey.
+type slotTable struct {
+	slots               []uint64 // nil when every slot INTERVAL reaches is allowed
+	slotWords           []uint64
+	nSlots              int
+	firstSlot, lastSlot int64
+	strides             int
+}
+
+// Parse steps of building slot tables (see work), besides the memory they
+// keep (tableBytesPerStep).
+const (
+	slotWordsPerStep = 2 // slot words cleared and counted per step
+	combosPerStep    = 2 // hours (MINUTELY) or minutes (SECONDLY) placed per step
+	slotsPerStep     = 8 // slots looked at per step when computing strides
+	stepsReachClass  = 2 // per class of INTERVAL that everyDayReaches looks at
+)
+
 // buildSlots computes, for HOURLY and finer, which periods of a day BYHOUR,
 // BYMINUTE and BYSECOND allow, keeping only those INTERVAL can reach from
 // DTSTART on some day.
-func (r *rule) buildSlots(rc *recur) error {
+func (r *rule) buildSlots(rc *recur, w *work) error {
 	r.aligned = r.perDay%r.interval == 0
 	filtered := len(rc.byHour) > 0 ||
 		r.freq >= minutely && len(rc.byMinute) > 0 ||
@@ -598,113 +812,169 @@ func (r *rule) buildSlots(rc *recur) error {
 	// The slots BYHOUR, BYMINUTE and BYSECOND allow are the combinations
 	// of their values (all values where a part is absent or finer than
 	// the frequency's unit), of which those in INTERVAL's phase stay.
-	all := func(n int) []int {
-		out := make([]int, n)
-		for i := range out {
-			out[i] = i
-		}
-		return out
-	}
-	hours, minutes, seconds := rc.byHour, rc.byMinute, rc.bySecond
-	if len(hours) == 0 {
-		hours = all(24)
-	}
-	if len(minutes) == 0 || r.freq < minutely {
-		minutes = all(60)
-	}
-	if len(seconds) == 0 || r.freq < secondly {
-		seconds = all(60)
-	}
-	r.slots = make([]uint64, (r.perDay+63)/64)
-	var secs uint64 // SECONDLY: the allowed seconds of a minute
-	for _, v := range seconds {
-		secs |= 1 << uint(v)
-	}
-	for _, h := range hours {
-		switch r.freq {
-		case hourly:
-			bitSet(r.slots, int64(h))
-			continue
-		case minutely:
-			for _, m := range minutes {
-				bitSet(r.slots, int64(h*60+m))
-			}
-			continue
-		}
-		for _, m := range minutes {
-			at := h*3600 + m*60
-			r.slots[at>>6] |= secs << uint(at&63)
-			if at&63 > 4 {
-				r.slots[at>>6+1] |= secs >> uint(64-at&63)
-			}
+	const all60 = 1<<60 - 1
+	step := gcd(r.interval, r.perDay)
+	key := slotKey{freq: r.freq, hours: 1<<24 - 1, minutes: all60, seconds: all60, interval: r.interval, phase: floorMod(r.origin, step)}
+	if len(rc.byHour) > 0 {
+		key.hours = 0
+		for _, h := range rc.byHour {
+			key.hours |= 1 << uint(h)
 		}
 	}
-	if step := gcd(r.interval, r.perDay); step > 1 {
-		// Keep the slots INTERVAL reaches from DTSTART on some day.
-		phase := floorMod(r.origin, step)
-		reach := make([]uint64, len(r.slots))
-		for slot := phase; slot < r.perDay; slot += step {
-			bitSet(reach, slot)
-		}
-		for w := range r.slots {
-			r.slots[w] &= reach[w]
+	if len(rc.byMinute) > 0 && r.freq >= minutely {
+		key.minutes = 0
+		for _, m := range rc.byMinute {
+			key.minutes |= 1 << uint(m)
 		}
 	}
-	for _, w := range r.slots {
-		r.nSlots += bits.OnesCount64(w)
+	if len(rc.bySecond) > 0 && r.freq >= secondly {
+		key.seconds = 0
+		for _, s := range rc.bySecond {
+			key.seconds |= 1 << uint(s)
+		}
 	}
-	if r.nSlots == 0 {
+	t, ok := w.slots[key]
+	if !ok {
+		var err error
+		if t, err = r.slotTable(key, w); err != nil {
+			return err
+		}
+		if w.slots == nil {
+			w.slots = map[slotKey]*slotTable{}
+		}
+		w.slots[key] = t
+		w.bytes += 8 * (len(t.slots) + len(t.slotWords))
+	}
+	if t.nSlots == 0 {
 		parts := []string{}
 		for _, name := range []string{"BYHOUR", "BYMINUTE", "BYSECOND"} {
-			if v, ok := rc.seen[name]; ok {
+			if v, ok := rc.seen.get(name); ok {
 				parts = append(parts, name+"="+cut(v))
 			}
 		}
 		return fmt.Errorf("%w: with FREQ=%v;INTERVAL=%d from DTSTART, %s is never reached",
 			ErrNoOccurrence, r.freq, r.interval, strings.Join(parts, ";"))
 	}
-	r.slotWords = make([]uint64, (len(r.slots)+63)/64)
-	for w, word := range r.slots {
-		if word != 0 {
-			bitSet(r.slotWords, int64(w))
-		}
-	}
-	r.firstSlot, r.lastSlot = nextSetBit(r.slots, 0), 0
-	for w := len(r.slots) - 1; w >= 0; w-- {
-		if r.slots[w] != 0 {
-			r.lastSlot = int64(w)<<6 + int64(63-bits.LeadingZeros64(r.slots[w]))
-			break
-		}
-	}
-	if !r.aligned && r.interval < r.perDay {
-		// From each slot between the first and the last allowed one, the
-		// strides to the next allowed slot of its progression, or past
-		// the last.
-		i, lo := r.interval, r.firstSlot
-		dist := make([]int32, r.lastSlot-lo+1)
-		for b := r.lastSlot; b >= lo; b-- {
-			switch {
-			case bitTest(r.slots, b):
-				dist[b-lo] = 0
-			case b+i <= r.lastSlot:
-				dist[b-lo] = dist[b+i-lo] + 1
-			default:
-				dist[b-lo] = 1
-			}
-			r.strides = max(r.strides, int(dist[b-lo]))
-		}
-	}
+	r.slots, r.slotWords, r.nSlots = t.slots, t.slotWords, t.nSlots
+	r.firstSlot, r.lastSlot, r.strides = t.firstSlot, t.lastSlot, t.strides
 	return nil
 }
 
-// size estimates the memory the rule holds, in bytes.
+// slotTable computes the slot table of key for r, charging w.
+func (r *rule) slotTable(key slotKey, w *work) (*slotTable, error) {
+	words := int((r.perDay + 63) / 64)
+	combos := 1
+	switch r.freq {
+	case minutely:
+		combos = bits.OnesCount32(key.hours)
+	case secondly:
+		combos = bits.OnesCount32(key.hours) * bits.OnesCount64(key.minutes)
+	}
+	if !w.spend(words/slotWordsPerStep + combos/combosPerStep + 1) {
+		return nil, w.ruleExceeded("preparing")
+	}
+	t := &slotTable{slots: make([]uint64, words)}
+	step, phase := gcd(r.interval, r.perDay), key.phase
+	// reach returns the slots from at to at+63 in INTERVAL's phase, for
+	// at%step = mod.
+	var pattern uint64 // bits 0, step, 2*step, ...
+	for j := int64(0); j < 64; j += step {
+		pattern |= 1 << uint(j)
+	}
+	reach := func(mod int64) uint64 {
+		off := phase - mod
+		if off < 0 {
+			off += step
+		}
+		if off < 64 {
+			return pattern << uint(off)
+		}
+		return 0
+	}
+	var minuteMod [60]int64 // SECONDLY: m*60 % step
+	if r.freq == secondly {
+		for m := range minuteMod {
+			minuteMod[m] = int64(m) * 60 % step
+		}
+	}
+	place := func(at int64, set uint64) {
+		t.slots[at>>6] |= set << uint(at&63)
+		if at&63 != 0 && int(at>>6)+1 < words {
+			t.slots[at>>6+1] |= set >> uint(64-at&63)
+		}
+	}
+	for hs := key.hours; hs != 0; hs &= hs - 1 {
+		h := int64(bits.TrailingZeros32(hs))
+		switch r.freq {
+		case hourly:
+			place(h, reach(h%step)&1)
+		case minutely:
+			place(h*60, key.minutes&reach(h*60%step))
+		default:
+			hMod := h * 3600 % step
+			for ms := key.minutes; ms != 0; ms &= ms - 1 {
+				m := bits.TrailingZeros64(ms)
+				mod := hMod + minuteMod[m]
+				if mod >= step {
+					mod -= step
+				}
+				place(h*3600+int64(m)*60, key.seconds&reach(mod))
+			}
+		}
+	}
+	for _, word := range t.slots {
+		t.nSlots += bits.OnesCount64(word)
+	}
+	if t.nSlots == 0 {
+		return t, nil
+	}
+	if int64(t.nSlots) == r.perDay/step {
+		// Every slot INTERVAL reaches is allowed: as if none were named.
+		t.slots = nil
+		return t, nil
+	}
+	t.slotWords = make([]uint64, (len(t.slots)+63)/64)
+	if !w.spend(8 * (len(t.slots) + len(t.slotWords)) / tableBytesPerStep) {
+		return nil, w.ruleExceeded("preparing")
+	}
+	for w, word := range t.slots {
+		if word != 0 {
+			bitSet(t.slotWords, int64(w))
+		}
+	}
+	t.firstSlot = nextSetBit(t.slots, 0)
+	for w := len(t.slots) - 1; w >= 0; w-- {
+		if t.slots[w] != 0 {
+			t.lastSlot = int64(w)<<6 + int64(63-bits.LeadingZeros64(t.slots[w]))
+			break
+		}
+	}
+	if !(r.perDay%r.interval == 0) && r.interval < r.perDay {
+		// From each slot between the first and the last allowed one, the
+		// strides to the next allowed slot of its progression, or past
+		// the last: the longest run of slots not allowed in a
+		// progression.
+		i, lo, hi := r.interval, t.firstSlot, t.lastSlot
+		if !w.spend(int(hi-lo+1)/slotsPerStep + 1) {
+			return nil, w.ruleExceeded("preparing")
+		}
+		for c := lo; c < lo+i && c <= hi; c++ {
+			run := 0
+			for b := c; b <= hi; b += i {
+				if t.slots[b>>6]&(1<<uint(b&63)) != 0 {
+					run = 0
+					continue
+				}
+				run++
+				t.strides = max(t.strides, run)
+			}
+		}
+	}
+	return t, nil
+}
+
+// size estimates the memory the rule holds, in bytes, but for its tables
+// (see work.bytes).
 func (r *rule) size() int {
-	n := 320 + 4*(len(r.hours)+len(r.minutes)+len(r.seconds)+len(r.picked)+len(r.setPos)+len(r.setNeg)) + 8*(len(r.slots)+len(r.slotWords))
-	if r.months != nil {
-		n += monthShapes * 5
-	}
-	if r.years != nil {
-		n += yearShapes * (48 + 2)
-	}
-	return n
+	return 448 + 4*(len(r.hours)+len(r.minutes)+len(r.seconds)+len(r.picked)+len(r.setPos)+len(r.setNeg))
 }

@@ -26,6 +26,10 @@ type iter struct {
 	r     *rule
 	lim   int64 // no period starting after this day is looked at
 	steps int
+	fixed int // the part of steps that counts fixed amounts (see search)
+	// cap, when not zero, stops active once steps pass it, as if no
+	// period were left: Parse sets it to what its budget has left.
+	cap int
 
 	k     int64     // the loaded period
 	base  int64     // its first day (to DAILY), or its first wall time (HOURLY and finer)
@@ -72,13 +76,13 @@ func (r *rule) weekDays(w int64) uint64 {
 		return uint64(r.week)
 	}
 	y, m, d := civilFromDays(w)
-	mm, _ := r.monthDays(y, m)
-	days := uint64(mm>>uint(d)) & 0x7f
+	leap, wd1 := isLeap(y), weekdayOf(w-int64(d-1))
+	days := uint64(r.months[monthShape(m, leap, wd1)]>>uint(d)) & 0x7f
 	if dim := daysInMonth(y, m); d+6 > dim {
 		if m++; m > 12 {
-			m, y = 1, y+1
+			m, leap = 1, isLeap(y+1)
 		}
-		next, _ := r.monthDays(y, m)
+		next := r.months[monthShape(m, leap, (wd1+dim)%7)]
 		days |= uint64(next>>1) << uint(dim-d+1) & 0x7f
 	}
 	return days
@@ -90,8 +94,7 @@ func (r *rule) dayPasses(day int64) bool {
 		return true
 	}
 	y, m, d := civilFromDays(day)
-	mm, _ := r.monthDays(y, m)
-	return mm&(1<<uint(d)) != 0
+	return r.months[monthShape(m, isLeap(y), weekdayOf(day-int64(d-1)))]&(1<<uint(d)) != 0
 }
 
 // nextPassingDay returns the first day at or after day that passes the day
@@ -226,6 +229,9 @@ func (it *iter) active(k int64) (int64, bool) {
 		}
 		for ; ; k++ {
 			it.steps += cost
+			if it.cap > 0 && it.steps > it.cap {
+				return 0, false
+			}
 			if ok, past := it.periodActive(k); past {
 				return 0, false
 			} else if ok {
@@ -236,7 +242,7 @@ func (it *iter) active(k int64) (int64, bool) {
 		for {
 			it.steps++
 			day := r.origin + k*r.interval
-			if day > it.lim {
+			if day > it.lim || it.cap > 0 && it.steps > it.cap {
 				return 0, false
 			}
 			if r.months != nil {
@@ -256,7 +262,7 @@ func (it *iter) active(k int64) (int64, bool) {
 			it.steps++
 			g := r.origin + k*r.interval
 			day := floorDiv(g, r.perDay)
-			if day > it.lim {
+			if day > it.lim || it.cap > 0 && it.steps > it.cap {
 				return 0, false
 			}
 			if r.months != nil {
@@ -292,7 +298,7 @@ func (it *iter) active(k int64) (int64, bool) {
 // load expands period k, which active returned.
 func (it *iter) load(k int64) {
 	r := it.r
-	it.k, it.steps = k, it.steps+stepsLoad
+	it.k, it.steps, it.fixed = k, it.steps+stepsLoad, it.fixed+stepsLoad
 	switch r.freq {
 	case yearly:
 		sh, jan1 := yearShapeOf(int(r.origin + k*r.interval))
@@ -382,7 +388,7 @@ func (it *iter) picks(yield func(f int) bool) {
 // time w, or false.
 func (it *iter) first(w int64) (int64, bool) {
 	r := it.r
-	it.steps += stepsFirst
+	it.steps, it.fixed = it.steps+stepsFirst, it.fixed+stepsFirst
 	if len(r.setPos)+len(r.setNeg) > 0 {
 		found, ok := int64(0), false
 		it.picks(func(f int) bool {
@@ -445,8 +451,16 @@ func (it *iter) find(w int64) (int64, bool) {
 // next returns the first occurrence of the rule after z.t, and adds the
 // work it took to *steps.
 func (r *rule) next(z *zone, steps *int) (int64, bool) {
+	x, ok, _ := r.search(z, steps)
+	return x, ok
+}
+
+// search is next, also returning the part of the steps it added that
+// counts fixed amounts (stepsLoad, stepsFirst, stepsResolve) rather than
+// periods looked at.
+func (r *rule) search(z *zone, steps *int) (int64, bool, int) {
 	if z.t >= r.until {
-		return 0, false
+		return 0, false, 0
 	}
 	it := iter{r: r, lim: r.lastDay}
 	best, found := int64(0), false
@@ -460,14 +474,14 @@ func (r *rule) next(z *zone, steps *int) (int64, bool) {
 	}
 	if w, ok := it.find(max(z.wall, r.start)); ok {
 		x, gapEnd, gapLen := z.resolve(r.loc, w)
-		it.steps += stepsResolve
+		it.steps, it.fixed = it.steps+stepsResolve, it.fixed+stepsResolve
 		if gapEnd != 0 {
 			// w lies in a later gap and stands for an instant after it:
 			// the wall times just after the gap stand for earlier ones.
 			it.lim = min(r.lastDay, floorDiv(w+gapLen, secondsPerDay))
 			if w2, ok := it.find(gapEnd); ok && w2 < w+gapLen {
 				x2, _, _ := z.resolve(r.loc, w2)
-				it.steps += stepsResolve
+				it.steps, it.fixed = it.steps+stepsResolve, it.fixed+stepsResolve
 				x = min(x, x2)
 			}
 		}
@@ -477,7 +491,7 @@ func (r *rule) next(z *zone, steps *int) (int64, bool) {
 	}
 	*steps += it.steps
 	if !found || best > r.until {
-		return 0, false
+		return 0, false, it.fixed
 	}
-	return best, true
+	return best, true, it.fixed
 }

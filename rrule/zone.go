@@ -101,13 +101,16 @@ type zone struct {
 	gapLo, gapHi, gapOff int64
 	// Wall times in [fastLo, fastHi) stand for w-fastOff.
 	fastLo, fastHi, fastOff int64
+	// For t+1 in [plainLo, plainHi), the zone is the same but for t and
+	// wall: neither a gap nor a repeated hour is near.
+	plainLo, plainHi int64
 }
 
 // newZone returns the zone around t in loc.
 func newZone(loc *time.Location, t int64) zone {
 	u := t + 1
 	if loc == time.UTC {
-		return zone{t: t, wall: u, fastLo: math.MinInt64, fastHi: math.MaxInt64}
+		return zone{t: t, wall: u, fastLo: math.MinInt64, fastHi: math.MaxInt64, plainLo: math.MinInt64, plainHi: math.MaxInt64}
 	}
 	tm := time.Unix(u, 0).In(loc)
 	_, o := tm.Zone()
@@ -117,7 +120,8 @@ func newZone(loc *time.Location, t int64) zone {
 	if start != math.MinInt64 {
 		prev = offsetAt(loc, start-1)
 	}
-	z := zone{t: t, wall: u + off, fastLo: satAdd(start, max(off, prev)), fastHi: satAdd(end, off), fastOff: off}
+	z := zone{t: t, wall: u + off, fastLo: satAdd(start, max(off, prev)), fastHi: satAdd(end, off), fastOff: off,
+		plainLo: satAdd(start, max(prev-off, off-prev)), plainHi: end}
 	switch {
 	case prev > off && u < start+(prev-off):
 		// t+1 lies in the second pass of a repeated hour, whose wall
@@ -129,6 +133,17 @@ func newZone(loc *time.Location, t int64) zone {
 		z.gapLo, z.gapHi, z.gapOff = u+prev, start+off, prev
 	}
 	return z
+}
+
+// moveTo returns the zone around t in loc, reusing z when t+1 lies in
+// its plain span, and whether it did.
+func (z *zone) moveTo(loc *time.Location, t int64) (zone, bool) {
+	if u := t + 1; u >= z.plainLo && u < z.plainHi {
+		c := *z
+		c.t, c.wall = t, u+z.fastOff
+		return c, true
+	}
+	return newZone(loc, t), false
 }
 
 func satAdd(a, b int64) int64 {

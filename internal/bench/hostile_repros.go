@@ -63,26 +63,28 @@ func worstSchedules(now time.Time, variant int) []namedText {
 		{"COUNT at its limit (100,000)", dtstart(today) + "RRULE:FREQ=MINUTELY;COUNT=100000\n"},
 		{"1,000 EXDATEs in a row", dtstart(today.Add(6*time.Hour)) + "RRULE:FREQ=DAILY\nEXDATE:" + dailyDates(1000, tomorrow6) + "\n"},
 		{worstPolicySchedule, dtstart(today) +
-			lines(20, func(i int) string { return fmt.Sprintf("RRULE:FREQ=DAILY;BYHOUR=%d", i) }) +
+			lines(5, func(i int) string { return fmt.Sprintf("RRULE:FREQ=DAILY;BYHOUR=%d", i) }) +
 			"EXDATE:" + dailyDates(1000, tomorrow6) + "\nRDATE:" + dailyDates(1000, tomorrow6.Add(30*time.Minute)) + "\n"},
 		{"30 yearly RRULEs, BYSETPOS 1 to 40", dtstart(today) +
 			lines(30, func(i int) string {
 				return fmt.Sprintf("RRULE:FREQ=YEARLY;BYDAY=MO,WE,FR;BYHOUR=%d;BYSETPOS=%s", i%24, numberList(1, 40))
 			})},
-		{"100 weekly RRULEs, one month each", dtstart(today) +
-			lines(100, func(i int) string {
+		{"12 weekly RRULEs, one month each", dtstart(today) +
+			lines(12, func(i int) string {
 				return fmt.Sprintf("RRULE:FREQ=WEEKLY;INTERVAL=%d;BYMONTH=%d;BYDAY=MO", 1+i%7, 1+i%12)
 			})},
-		{"sparse: Feb 29 every 265 days", dtstart(fixed) + "RRULE:FREQ=DAILY;INTERVAL=265;BYMONTH=2;BYMONTHDAY=29\n"},
+		{"sparse: Feb 29 every 13 days", dtstart(fixed) + "RRULE:FREQ=DAILY;INTERVAL=13;BYMONTH=2;BYMONTHDAY=29\n"},
 		{"sparse: every 2,999 minutes, Mondays 3h", dtstart(fixed) + "RRULE:FREQ=MINUTELY;INTERVAL=2999;BYHOUR=3;BYDAY=MO\n"},
 	}
 }
 
 // refusedSchedules are schedules a PUT refuses, some only after the work
-// their limit allows.
+// their limit allows (rrule.Limits.MaxParseSteps for the last three).
 func refusedSchedules(now time.Time, variant int) []namedText {
 	shift := time.Duration(variant%maxVariants) * time.Second
 	today := now.UTC().Truncate(24 * time.Hour).Add(shift)
+	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(shift)
+	tomorrow6 := today.Add(30 * time.Hour)
 	return []namedText{
 		{"500 RRULEs", dtstart(today) +
 			lines(500, func(i int) string { return fmt.Sprintf("RRULE:FREQ=DAILY;BYHOUR=%d;BYMINUTE=%d", i%24, i%60) })},
@@ -93,6 +95,14 @@ func refusedSchedules(now time.Time, variant int) []namedText {
 			lines(100, func(i int) string { return fmt.Sprintf("RRULE:FREQ=HOURLY;INTERVAL=%d", 1+i%24) }) +
 			"EXDATE:" + dailyDates(1000, today.Add(30*time.Hour)) + "\n"},
 		{"an RRULE folded over 5,900 lines", dtstart(today) + "RRULE:FREQ=DAILY;\n" + strings.Repeat(" BYHOUR=1;\n", 5900)},
+		{"100 weekly RRULEs, one month each", dtstart(today) +
+			lines(100, func(i int) string {
+				return fmt.Sprintf("RRULE:FREQ=WEEKLY;INTERVAL=%d;BYMONTH=%d;BYDAY=MO", 1+i%7, 1+i%12)
+			})},
+		{"sparse: Feb 29 every 265 days", dtstart(fixed) + "RRULE:FREQ=DAILY;INTERVAL=265;BYMONTH=2;BYMONTHDAY=29\n"},
+		{"20 RRULEs, 1,000 EXDATEs, 1,000 RDATEs", dtstart(today) +
+			lines(20, func(i int) string { return fmt.Sprintf("RRULE:FREQ=DAILY;BYHOUR=%d", i) }) +
+			"EXDATE:" + dailyDates(1000, tomorrow6) + "\nRDATE:" + dailyDates(1000, tomorrow6.Add(30*time.Minute)) + "\n"},
 	}
 }
 
@@ -150,14 +160,15 @@ var errorTemplate = func() string {
 }()
 
 // worstPolicySchedule names the schedule of worstPolicyBody.
-const worstPolicySchedule = "20 RRULEs, 1,000 EXDATEs, 1,000 RDATEs"
+const worstPolicySchedule = "5 RRULEs, 1,000 EXDATEs, 1,000 RDATEs"
 
 // worstPolicyBody returns the PUT body of a model whose every list and
 // text is at its default limit: a 64 KiB payload nested 32 deep, 100
 // retry delays of 30 days, 100 retry_on and non_retryable kinds of 100
 // bytes, the disabled_message errorTemplate, the longest timeout and
-// give_up_after, and a schedule of 20 rules, 1,000 EXDATEs and 1,000
-// RDATEs; it asks for a run now.
+// give_up_after, and a schedule of 5 rules, 1,000 EXDATEs and 1,000
+// RDATEs (20 rules are refused for rrule.Limits.MaxParseSteps); it asks
+// for a run now.
 func worstPolicyBody(now time.Time, variant int) []byte {
 	kinds := func(prefix string) string {
 		out := make([]string, 100)
