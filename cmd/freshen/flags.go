@@ -87,6 +87,7 @@ func limitFlags(fs *flag.FlagSet, lim *refresh.Limits) {
 	fs.IntVar(&sd.MaxExDates, "max-schedule-exdates", sd.MaxExDates, "most EXDATE values in a schedule")
 	fs.IntVar(&sd.MaxCount, "max-schedule-count", sd.MaxCount, "largest COUNT of a schedule's rules, all rules together")
 	fs.IntVar(&sd.MaxSteps, "max-schedule-steps", sd.MaxSteps, "most steps of work to find one occurrence of a schedule (a step is a few ns)")
+	fs.IntVar(&sd.MaxParseSteps, "max-schedule-parse-steps", sd.MaxParseSteps, "most steps of work to read a schedule and bound its searches (a step is a few ns)")
 }
 
 // checkLimits returns an error naming the first limit flag that is not
@@ -103,7 +104,7 @@ func checkLimits(lim refresh.Limits) error {
 		{"--max-kind-bytes", int64(lim.MaxKindBytes)}, {"--max-payload-bytes", int64(lim.MaxPayloadBytes)}, {"--max-payload-depth", int64(lim.MaxPayloadDepth)},
 		{"--max-field-errors", int64(lim.MaxFieldErrors)}, {"--max-schedule-bytes", int64(s.MaxBytes)}, {"--max-schedule-rules", int64(s.MaxRules)},
 		{"--max-schedule-rdates", int64(s.MaxRDates)}, {"--max-schedule-exdates", int64(s.MaxExDates)}, {"--max-schedule-count", int64(s.MaxCount)},
-		{"--max-schedule-steps", int64(s.MaxSteps)},
+		{"--max-schedule-steps", int64(s.MaxSteps)}, {"--max-schedule-parse-steps", int64(s.MaxParseSteps)},
 	} {
 		if f.v <= 0 {
 			return fmt.Errorf("%s: must be > 0, got %d", f.name, f.v)

@@ -35,6 +35,7 @@ func runSchedule(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs.IntVar(&lim.MaxExDates, "max-exdates", 0, fmt.Sprintf("most EXDATE values (0: %d)", d.MaxExDates))
 	fs.IntVar(&lim.MaxCount, "max-count", 0, fmt.Sprintf("largest COUNT, summed over the rules (0: %d)", d.MaxCount))
 	fs.IntVar(&lim.MaxSteps, "max-steps", 0, fmt.Sprintf("most work to find one occurrence, in steps (0: %d)", d.MaxSteps))
+	fs.IntVar(&lim.MaxParseSteps, "max-parse-steps", 0, fmt.Sprintf("most work to read the schedule and bound its searches, in steps (0: %d)", d.MaxParseSteps))
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: freshen schedule --schedule TEXT [--timezone ZONE] [--created TIME] --after TIME [--count N] [--format json|text] [--max-... N]\n\nPrints the next occurrences of a schedule strictly after a time.")
 		fs.PrintDefaults()
