@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/freshen-dev/freshen/queue"
+	"github.com/freshen-dev/freshen/refresh"
 )
 
 // The reproductions of the hostile run: what a hostile client sends to
@@ -164,17 +165,17 @@ const worstPolicySchedule = "5 RRULEs, 1,000 EXDATEs, 1,000 RDATEs"
 
 // worstPolicyBody returns the PUT body of a model whose every list and
 // text is at its default limit: a 64 KiB payload nested 32 deep, 100
-// retry delays of 30 days, 100 retry_on and non_retryable kinds of 100
-// bytes, the disabled_message errorTemplate, the longest timeout and
+// retry delays of 30 days, 100 retry_on and non_retryable kinds of
+// refresh.DefaultLimits().MaxKindBytes bytes, the disabled_message errorTemplate, the longest timeout and
 // give_up_after, and a schedule of 5 rules, 1,000 EXDATEs and 1,000
 // RDATEs (20 rules are refused for rrule.Limits.MaxParseSteps); it asks
 // for a run now.
 func worstPolicyBody(now time.Time, variant int) []byte {
 	kinds := func(prefix string) string {
-		out := make([]string, 100)
+		out := make([]string, refresh.DefaultLimits().MaxKinds)
 		for i := range out {
 			k := fmt.Sprintf("%s%03d-", prefix, i)
-			out[i] = `"` + k + strings.Repeat("k", 100-len(k)) + `"`
+			out[i] = `"` + k + strings.Repeat("k", refresh.DefaultLimits().MaxKindBytes-len(k)) + `"`
 		}
 		return "[" + strings.Join(out, ",") + "]"
 	}
