@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -98,6 +99,9 @@ type ServeConfig struct {
 	// ConsumerLease is how long this instance may go unseen before another
 	// takes back the outcomes it holds; it beats every ConsumerLease/5.
 	ConsumerLease time.Duration
+	// PprofAddr, if set, is the address of a second HTTP server that
+	// answers only the Go profiler's endpoints (/debug/pprof/...).
+	PprofAddr string
 }
 
 // HTTPConfig bounds what the HTTP server gives one client.
@@ -130,6 +134,7 @@ type Main struct {
 	queue    *queue.Redis
 	server   *http.Server
 	listener net.Listener
+	pprof    *http.Server
 	router   *router
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -213,6 +218,7 @@ func (m *Main) ParseFlags(args []string) error {
 	durationVar(fs, &c.ConsumerLease, "consumer-lease", c.ConsumerLease, "how long this instance may go unseen before another takes back the outcomes it holds")
 	limitFlags(fs, &c.Limits)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/); keep it private")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
 		"keep it stable across restarts (the default is the host name: two instances on one host need distinct ids)")
@@ -359,6 +365,11 @@ func (m *Main) Run(ctx context.Context) error {
 			m.fail(fmt.Errorf("http server: %w", err))
 		}
 	})
+	if c.PprofAddr != "" {
+		if err := m.servePprof(c.PprofAddr); err != nil {
+			return err
+		}
+	}
 	log.Info("listening", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
 		"database_url", redactURL(c.DatabaseURL), "redis_url", redactURL(c.RedisURL))
 
@@ -445,6 +456,28 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
+// servePprof opens the profiler's HTTP server on addr.
+func (m *Main) servePprof(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--pprof-addr: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	m.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: m.Config.HTTP.ReadHeaderTimeout}
+	m.goLoop(func() {
+		if err := m.pprof.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("pprof server", "err", err)
+		}
+	})
+	m.Logger.Info("profiler listening", "addr", l.Addr().String())
+	return nil
+}
+
 // Addr returns the address the HTTP server listens on, once Run has opened
 // it.
 func (m *Main) Addr() string {
@@ -486,6 +519,9 @@ func (m *Main) Close() error {
 		cancel()
 	} else if m.listener != nil {
 		_ = m.listener.Close()
+	}
+	if m.pprof != nil {
+		_ = m.pprof.Close()
 	}
 	if m.cancel != nil {
 		m.cancel()
