@@ -456,6 +456,10 @@ func (w *Worker) reconcileOnce(ctx context.Context) (int, error) {
 	if len(stranded) == 0 {
 		return 0, nil
 	}
+	// Under the lock, so that a job given back is counted before a take
+	// that gets it again can start it.
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	n, err := giveBackScript.Run(ctx, w.client, []string{working, w.keys.jobsKey(w.opt.Queue)}, stranded...).Int()
 	w.stats.givenBack.Add(int64(n))
 	return n, err

@@ -231,20 +231,23 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 }
 
 // History returns the attempts of model id, newest first (by start, then
-// by insertion), at most limit (all when limit <= 0). It returns an
-// *refresh.Error with code ENOTFOUND if the model does not exist.
+// by insertion), at most limit (all when limit <= 0), as the view
+// attempt_history shows them: the running attempt, which has no row in
+// attempts until it ends (see write), is read from the model. It returns
+// an *refresh.Error with code ENOTFOUND if the model does not exist.
 func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.Attempt, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
 	// The outer join keeps one row for an existing model without attempts,
-	// so one query tells "no history" from "no model".
+	// so one query tells "no history" from "no model". attempt_history
+	// shows the running attempt with seq NULL: first in descending order.
 	rows, err := s.pool.Query(ctx, `SELECT m.id, a.uid, a.attempt_no, a.started_at, a.deadline_at,
 			a.finished_at, a.outcome, a.error_kind, a.error_message, a.decision, a.delay_ns
 		FROM models m
 		LEFT JOIN LATERAL (
-			SELECT * FROM attempts WHERE model_id = m.id
+			SELECT * FROM attempt_history WHERE model_id = m.id
 			ORDER BY started_at DESC, seq DESC
 			LIMIT $2
 		) a ON true

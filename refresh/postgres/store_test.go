@@ -227,7 +227,14 @@ func TestClaimDueBatches(t *testing.T) {
 		(SELECT count(*) FROM models WHERE attempt_no = 1 AND refresh_at = $1),
 		(SELECT count(*) FROM attempts)`, t0.Add(time.Hour)).Scan(&models, &attempts))
 	require.Equal(t, 2500, models)
-	require.Equal(t, 2500, attempts)
+	// Each running attempt is its model's own: no history row until it
+	// ends, and the history shows it.
+	require.Zero(t, attempts)
+	for _, id := range []string{"m00001", "m01000", "m01001", "m02500"} {
+		h, err := b.store.History(ctx, id, 0)
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Attempt{{ModelID: id, UID: id + ":1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}}, h)
+	}
 	next, ok, err := b.store.NextDue(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -235,7 +242,7 @@ func TestClaimDueBatches(t *testing.T) {
 }
 
 // startAll starts an attempt of every due model: refresh_at moves to the
-// deadline, an hour on, and a history row is inserted.
+// deadline, an hour on, with the attempt's history row.
 func startAll(due []refresh.Model) (refresh.Batch, error) {
 	changes := make([]refresh.Change, len(due))
 	for i, m := range due {
@@ -470,4 +477,74 @@ func TestStoreSetLimits(t *testing.T) {
 	for n := range 20 {
 		require.LessOrEqual(t, got.Policy.Delay(1, "many", n, t0), 90*time.Minute, "the jitter stays within the bound limits")
 	}
+}
+
+// An attempt's history row is written when it ends; meanwhile the history
+// shows the running attempt from its model, first, also next to a row of
+// the same start time. Deleting a model deletes its history.
+func TestHistoryOfRunningAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	s := b.store
+	put(t, s, model("m", t0))
+	run := func(uid string, no int, at time.Time) refresh.Attempt {
+		a := refresh.Attempt{ModelID: "m", UID: uid, AttemptNo: no, StartedAt: at, DeadlineAt: at.Add(time.Hour)}
+		require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
+			m := found[0]
+			m.AttemptUID, m.AttemptNo, m.StartedAt, m.DeadlineAt, m.RefreshAt = uid, no, at, at.Add(time.Hour), at.Add(time.Hour)
+			return refresh.Batch{Changes: []refresh.Change{{Model: m, Attempt: &a}}}, nil
+		}))
+		return a
+	}
+	end := func(a refresh.Attempt, outcome string) refresh.Attempt {
+		a.FinishedAt, a.Outcome = a.StartedAt, outcome
+		require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
+			m := found[0]
+			m.AttemptUID, m.StartedAt, m.DeadlineAt = "", time.Time{}, time.Time{}
+			return refresh.Batch{Changes: []refresh.Change{{Model: m, Attempt: &a}}}, nil
+		}))
+		return a
+	}
+	rows := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&n))
+		return n
+	}
+	history := func(limit int) []refresh.Attempt {
+		h, err := s.History(ctx, "m", limit)
+		require.NoError(t, err)
+		return h
+	}
+
+	u1 := run("u1", 1, t0)
+	require.Zero(t, rows(), "a running attempt held by its model has no row")
+	require.Equal(t, []refresh.Attempt{u1}, history(0))
+	u1 = end(u1, refresh.AttemptSuperseded)
+	require.Equal(t, 1, rows())
+	// Superseded and started again at the same instant: the running one is
+	// the newer.
+	u2 := run("u2", 1, t0)
+	require.Equal(t, []refresh.Attempt{u2, u1}, history(0))
+	require.Equal(t, []refresh.Attempt{u2}, history(1))
+	u2 = end(u2, refresh.OutcomeSuccess)
+	require.Equal(t, []refresh.Attempt{u2, u1}, history(0))
+	require.Equal(t, 2, rows())
+
+	// A row written at the start (as earlier versions did) is not shown
+	// twice, and is completed at the end.
+	u3 := refresh.Attempt{ModelID: "m", UID: "u3", AttemptNo: 1, StartedAt: t0.Add(time.Hour), DeadlineAt: t0.Add(2 * time.Hour)}
+	_, err := b.pool.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at, deadline_at) VALUES ($1, 'm', 1, $2, $3)`,
+		u3.UID, u3.StartedAt, u3.DeadlineAt)
+	require.NoError(t, err)
+	run("u3", 1, u3.StartedAt)
+	require.Equal(t, []refresh.Attempt{u3, u2, u1}, history(0))
+	u3 = end(u3, refresh.OutcomeSuccess)
+	require.Equal(t, []refresh.Attempt{u3, u2, u1}, history(0))
+	require.Equal(t, 3, rows())
+
+	require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
+		return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Delete: true}}}, nil
+	}))
+	require.Zero(t, rows(), "the history goes with its model")
 }

@@ -59,29 +59,19 @@ const attemptUnnest = `unnest($1::text[], $2::text[], $3::int[], $4::timestamptz
 	AS u(uid, model_id, attempt_no, started_at, deadline_at, finished_at, outcome,
 		error_kind, error_message, decision, delay_ns)`
 
-// insertAttempts adds the history rows of new attempts. A row that exists
+// insertAttempts adds the history rows of attempts that are still running,
+// when the model written does not hold them (see write). A row that exists
 // is left as it is: a start never overwrites an attempt already recorded.
 const insertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
 		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
 	SELECT * FROM ` + attemptUnnest + `
 	ON CONFLICT (uid) DO NOTHING`
 
-// endAttempts completes history rows by uid. A row keeps the model it was
-// inserted for.
-const endAttempts = `UPDATE attempts AS a SET
-		attempt_no = u.attempt_no, started_at = u.started_at,
-		deadline_at = u.deadline_at, finished_at = u.finished_at,
-		outcome = u.outcome, error_kind = u.error_kind,
-		error_message = u.error_message, decision = u.decision,
-		delay_ns = u.delay_ns
-	FROM ` + attemptUnnest + `
-	WHERE a.uid = u.uid`
-
-// upsertAttempts inserts history rows, or completes them by uid. write
-// uses it only for the ends of attempts that have no row yet (their start
-// was written in the same call, or never). A row keeps the model it was
-// inserted for.
-const upsertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
+// endAttempts writes the history rows of attempts that ended: it inserts
+// them, or completes by uid the rows written when they started (by a start
+// not held by its model, or by an earlier version, which wrote a row at
+// every start). A row keeps the model it was inserted for.
+const endAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
 		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
 	SELECT * FROM ` + attemptUnnest + `
 	ON CONFLICT (uid) DO UPDATE SET
@@ -197,16 +187,20 @@ func dueAt(m refresh.Model) time.Time {
 	return m.RefreshAt
 }
 
-// write stores batch b in tx with at most seven statements sent in one
-// round trip, and one more after it only when the end of an attempt finds
-// no history row to complete (its start is in the same batch, or was never
-// written). A start adds its row, an end completes it. locked are the models
-// the transaction holds: a change to one of them updates it (or deletes it),
-// any other change creates its model (errCreated if it exists by then).
-// When several changes name the same model, or several attempts the same
-// uid, the last one wins. The batch's events go to the outbox as one row. If
-// a written model can become due earlier than before, write notifies
-// NotifyChannel.
+// write stores batch b in tx with at most eight statements sent in one
+// round trip. locked are the models the transaction holds: a change to one
+// of them updates it (or deletes it, with its history), any other change
+// creates its model (errCreated if it exists by then). When several
+// changes name the same model, or several attempts the same uid, the last
+// one wins. The batch's events go to the outbox as one row. If a written
+// model can become due earlier than before, write notifies NotifyChannel.
+//
+// History rows: the end of an attempt inserts its row (or completes the row
+// written at its start). A start writes no row when the model written holds
+// that very attempt (uid, number, start and deadline): the running attempt
+// is the model's own, and History shows it from there until its end writes
+// the row, in the same transaction as the model change that ends it. Any
+// other start inserts its row.
 func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh.Batch) error {
 	changes := batch.Changes
 	if len(changes) == 0 && len(batch.Events) == 0 {
@@ -242,10 +236,11 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 			if a.ModelID == "" {
 				a.ModelID = c.Model.ID
 			}
-			if a.FinishedAt.IsZero() && a.Outcome == "" {
-				starts.add(a)
-			} else {
+			switch {
+			case !a.FinishedAt.IsZero() || a.Outcome != "":
 				ends.add(a)
+			case a.ModelID != c.Model.ID || !holds(changes[lastModel[c.Model.ID]], a):
+				starts.add(a)
 			}
 		}
 		if !last {
@@ -276,6 +271,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 	b := &pgx.Batch{}
 	if len(deletes) > 0 {
 		b.Queue(`DELETE FROM models WHERE id = ANY($1)`, deletes)
+		b.Queue(`DELETE FROM attempts WHERE model_id = ANY($1)`, deletes)
 	}
 	if len(inserts.id) > 0 {
 		b.Queue(insertModels, inserts.args()...)
@@ -296,11 +292,13 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
 	}
 	res := tx.SendBatch(ctx, b)
-	endedAll := true
 	err := func() error {
 		if len(deletes) > 0 {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("delete %d models: %w", len(deletes), err)
+			}
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("delete the history of %d models: %w", len(deletes), err)
 			}
 		}
 		if len(inserts.id) > 0 {
@@ -323,11 +321,9 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 			}
 		}
 		if len(ends.uid) > 0 {
-			tag, err := res.Exec()
-			if err != nil {
+			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("end %d attempts: %w", len(ends.uid), err)
 			}
-			endedAll = tag.RowsAffected() == int64(len(ends.uid))
 		}
 		if outbox != nil {
 			if _, err := res.Exec(); err != nil {
@@ -344,14 +340,13 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 	if cerr := res.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err != nil || endedAll {
-		return err
-	}
-	// Some ends found no row to complete: write them all again as upserts,
-	// which insert the missing rows (uids are distinct within ends, and
-	// rewriting a completed row with the same values changes nothing).
-	if _, err := tx.Exec(ctx, upsertAttempts, ends.args()...); err != nil {
-		return fmt.Errorf("write %d attempts: %w", len(ends.uid), err)
-	}
-	return nil
+	return err
+}
+
+// holds reports whether the model that c writes holds attempt a as its
+// running attempt.
+func holds(c refresh.Change, a refresh.Attempt) bool {
+	m := c.Model
+	return !c.Delete && m.AttemptUID == a.UID && m.AttemptNo == a.AttemptNo &&
+		m.StartedAt.Equal(a.StartedAt) && m.DeadlineAt.Equal(a.DeadlineAt)
 }
