@@ -186,9 +186,9 @@ func (r *Redis) Push(ctx context.Context, jobs []refresh.Job) error {
 
 // Publish adds events to the events stream, in one pipeline, trimming it
 // to about EventsMaxLen entries. Each entry has the fields type (the
-// lifecycle name), model_id and event (the JSON of the refresh.Event); a
-// failure or timeout adds two entries, failed and then retry_scheduled or
-// disabled.
+// lifecycle name), model_id and event (the JSON of the refresh.Event: its
+// Raw if set, else json.Marshal's); a failure or timeout adds two entries,
+// failed and then retry_scheduled or disabled.
 func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -196,16 +196,19 @@ func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 	pipe := r.client.Pipeline()
 	n := 0
 	for _, e := range events {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("encode event of model %s: %w", e.ModelID, err)
+		b := []byte(e.Raw)
+		if len(b) == 0 {
+			var err error
+			if b, err = json.Marshal(e); err != nil {
+				return fmt.Errorf("encode event of model %s: %w", e.ModelID, err)
+			}
 		}
 		for _, typ := range lifecycle(e) {
 			pipe.XAdd(ctx, &redis.XAddArgs{
 				Stream: r.keys.eventsKey(),
 				MaxLen: r.opt.EventsMaxLen,
 				Approx: true,
-				Values: []any{"type", typ, "model_id", e.ModelID, "event", string(b)},
+				Values: []any{"type", typ, "model_id", e.ModelID, "event", b},
 			})
 			n++
 		}

@@ -118,4 +118,9 @@ type Event struct {
 	RefreshAt         time.Time `json:"refresh_at,omitzero"`
 	DeadlineAt        time.Time `json:"deadline_at,omitzero"`
 	Disabled          bool      `json:"disabled"`
+
+	// Raw, if set, is the event's JSON as json.Marshal encodes it, kept by
+	// the store it was read from: Queue.Publish sends it as it is instead
+	// of encoding the event again.
+	Raw json.RawMessage `json:"-"`
 }

@@ -491,13 +491,11 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 			rows.Close()
 			return 0, storeError("take events", err)
 		}
-		var es []refresh.Event
-		if err := json.Unmarshal(text, &es); err != nil {
+		if events, err = parseEvents(text, events); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("take events: outbox row %d: %w", id, err)
 		}
 		ids = append(ids, id)
-		events = append(events, es...)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

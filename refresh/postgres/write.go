@@ -263,7 +263,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 	var outbox []byte
 	if len(batch.Events) > 0 {
 		var err error
-		if outbox, err = json.Marshal(batch.Events); err != nil {
+		if outbox, err = appendEvents(make([]byte, 0, 256*len(batch.Events)), batch.Events); err != nil {
 			return fmt.Errorf("encode %d events: %w", len(batch.Events), err)
 		}
 	}
@@ -286,7 +286,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 		b.Queue(endAttempts, ends.args()...)
 	}
 	if outbox != nil {
-		b.Queue(`INSERT INTO outbox (events) VALUES ($1)`, string(outbox))
+		b.Queue(`INSERT INTO outbox (events) VALUES ($1)`, outbox)
 	}
 	if notify {
 		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
