@@ -18,9 +18,10 @@ type ConsumerConfig struct {
 	BatchSize int
 	// Block is how long Receive waits for an outcome in Start (default 1s).
 	Block time.Duration
-	// BusyWait is how long Start waits for new outcomes before it tries
-	// again the outcomes of models another instance holds locked (default
-	// 100ms).
+	// BusyWait is how long Start waits, when all the outcomes it holds
+	// are of models another transaction holds locked, before it looks for
+	// new outcomes and tries them again (default 100ms); Wake ends the wait
+	// at once.
 	BusyWait time.Duration
 	Logger   *slog.Logger
 	Metrics  *Metrics
@@ -64,7 +65,8 @@ func (c *ConsumerConfig) validate() error {
 // set aside as a dead letter; a batch that fails for any other reason (the
 // store is down) is kept whole and retried.
 type Consumer struct {
-	cfg ConsumerConfig
+	cfg  ConsumerConfig
+	wake chan struct{}
 	// held are outcomes received but not applied: of busy models, or of a
 	// batch whose write failed. They come before newer ones.
 	held []Outcome
@@ -90,18 +92,30 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg}, nil
+	return &Consumer{cfg: cfg, wake: make(chan struct{}, 1)}, nil
 }
 
-// Start runs passes until ctx ends, waiting up to Block for outcomes (up to
-// BusyWait while outcomes of locked models wait). A failed pass keeps its
-// outcomes and is retried with backoff. It returns nil when ctx ends.
+// Wake makes a Start loop waiting on models locked by another transaction
+// try their outcomes again at once; call it when a transaction that may
+// hold them ends (a scheduler pass commits).
+func (c *Consumer) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs passes until ctx ends, waiting up to Block for outcomes. While
+// it holds outcomes of models locked by another transaction it does not
+// wait on Redis; after a pass that applied nothing it waits up to BusyWait,
+// or until Wake, before the next one. A failed pass keeps its outcomes and
+// is retried with backoff. It returns nil when ctx ends.
 func (c *Consumer) Start(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		block := c.cfg.Block
 		if len(c.held) > 0 {
-			block = c.cfg.BusyWait
+			block = 0
 		}
 		res, err := c.runOnce(ctx, block)
 		if c.cfg.AppliedFunc != nil {
@@ -109,6 +123,13 @@ func (c *Consumer) Start(ctx context.Context) error {
 		}
 		if err == nil || ctx.Err() != nil {
 			backoff = 0
+			if len(c.held) > 0 && res.Applied+res.Stale+res.DeadLettered == 0 {
+				select {
+				case <-ctx.Done():
+				case <-c.wake:
+				case <-c.cfg.Clock.After(c.cfg.BusyWait):
+				}
+			}
 			continue
 		}
 		c.cfg.Metrics.Errors.Add(1)

@@ -154,3 +154,40 @@ func TestConsumerSetsAsideWhatTheStoreRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, refresh.ConsumeResult{}, r)
 }
+
+// Start holds the outcomes of locked models without waiting on the
+// outcomes list; Wake has them tried again at once, before BusyWait.
+func TestConsumerWakeRetriesLockedModels(t *testing.T) {
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	jobs := b.started(t, "a")
+	store := &lockingStore{Store: b.store}
+	store.hold("a")
+	passes := make(chan refresh.ConsumeResult, 100)
+	c, err := refresh.NewConsumer(refresh.ConsumerConfig{Store: store, Outcomes: b.queue, Clock: b.clock, BusyWait: time.Hour,
+		AppliedFunc: func(r refresh.ConsumeResult, err error) {
+			require.NoError(t, err)
+			passes <- r
+		}})
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() { done <- c.Start(ctx) }()
+	waitFor(t, func() bool { return b.clock.Waiters() == 1 }) // waiting for outcomes
+
+	b.queue.Deliver(refresh.Outcome{ModelID: "a", AttemptUID: jobs["a"].AttemptUID, Type: refresh.OutcomeSuccess})
+	r := <-passes
+	for r.Received == 0 {
+		r = <-passes
+	}
+	require.Equal(t, refresh.ConsumeResult{Received: 1, Deferred: 1}, r)
+	// It waits on the clock for BusyWait (beside the first Receive's
+	// wait, still registered) rather than passing again.
+	waitFor(t, func() bool { return b.clock.Waiters() == 2 })
+	require.Empty(t, passes)
+
+	store.hold()
+	c.Wake()
+	require.Equal(t, refresh.ConsumeResult{Received: 1, Applied: 1}, <-passes, "applied without the clock moving")
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -136,9 +136,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 // RunOnce does one pass in one store transaction: it claims up to BatchSize
-// due models, times out those whose deadline has passed, starts the others
-// and pushes their jobs before the transaction commits. Its lifecycle
-// events commit with it.
+// due models, times out those whose deadline has passed, starts the others,
+// writes them and pushes their jobs before the transaction commits (a push
+// that fails rolls the pass back). Its lifecycle events commit with it.
 func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
 	var res TickResult
 	var c changes
@@ -165,11 +165,15 @@ func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
 			c.add(m, after, d, now)
 		}
 		if len(jobs) > 0 {
-			pushCtx, cancel := context.WithTimeout(ctx, s.cfg.PushTimeout)
-			err := s.cfg.Queue.Push(pushCtx, jobs)
-			cancel()
-			if err != nil {
-				return Batch{}, fmt.Errorf("push %d jobs: %w", len(jobs), err)
+			// Pushed once the batch is written, just before it commits: a
+			// worker's outcome then seldom finds its model still locked.
+			c.BeforeCommitFunc = func(ctx context.Context) error {
+				pushCtx, cancel := context.WithTimeout(ctx, s.cfg.PushTimeout)
+				defer cancel()
+				if err := s.cfg.Queue.Push(pushCtx, jobs); err != nil {
+					return fmt.Errorf("push %d jobs: %w", len(jobs), err)
+				}
+				return nil
 			}
 		}
 		return c.Batch, nil

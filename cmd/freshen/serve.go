@@ -414,14 +414,19 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var consumer *refresh.Consumer
 	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{
 		Store: store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, MaxSleep: c.MaxSleep,
-		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc, EventsFunc: publisher.Wake,
+		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc,
+		EventsFunc: func() {
+			publisher.Wake()
+			consumer.Wake() // outcomes of the models the pass held
+		},
 	})
 	if err != nil {
 		return err
 	}
-	consumer, err := refresh.NewConsumer(refresh.ConsumerConfig{
+	consumer, err = refresh.NewConsumer(refresh.ConsumerConfig{
 		Store: store, Outcomes: m.queue, Clock: clock, BatchSize: c.BatchSize,
 		Logger: log, Metrics: metrics, EventsFunc: publisher.Wake,
 		AppliedFunc: func(res refresh.ConsumeResult, err error) {

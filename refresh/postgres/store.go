@@ -314,9 +314,10 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 
 // ClaimDue locks up to limit due models, earliest RefreshAt first (then by
 // id), skipping those another transaction holds, passes them to fn and
-// writes the changes it returns, all in one transaction. fn runs while the
-// rows are locked and before the commit: what it does outside the database
-// (pushing jobs) happens even if the commit then fails.
+// writes the changes it returns, all in one transaction. fn and the batch's
+// BeforeCommitFunc run while the rows are locked and before the commit:
+// what they do outside the database (pushing jobs) happens even if the
+// commit then fails.
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
@@ -351,6 +352,11 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	}
 	if err := write(ctx, tx, due, b); err != nil {
 		return len(due), storeError("claim due models", err)
+	}
+	if b.BeforeCommitFunc != nil {
+		if err := b.BeforeCommitFunc(ctx); err != nil {
+			return len(due), err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return len(due), storeError("claim due models: commit", err)
@@ -432,6 +438,11 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 			return err
 		}
 		return storeError("modify models", err)
+	}
+	if b.BeforeCommitFunc != nil {
+		if err := b.BeforeCommitFunc(ctx); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return storeError("modify models: commit", err)

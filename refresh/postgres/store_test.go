@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -547,4 +548,41 @@ func TestHistoryOfRunningAttempt(t *testing.T) {
 		return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Delete: true}}}, nil
 	}))
 	require.Zero(t, rows(), "the history goes with its model")
+}
+
+// A batch's BeforeCommitFunc runs once the batch is written, its models
+// still locked; if it fails, nothing is committed.
+func TestBeforeCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	put(t, s, model("a", t0))
+	var busy []string
+	fail := errors.New("redis down")
+	claim := func(hookErr error) error {
+		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
+			b, err := startAll(due)
+			b.BeforeCommitFunc = func(ctx context.Context) error {
+				// Another transaction finds the model locked.
+				return errors.Join(s.TryModify(ctx, []string{"a"}, func(found []refresh.Model, b []string) (refresh.Batch, error) {
+					busy = b
+					return refresh.Batch{}, nil
+				}), hookErr)
+			}
+			return b, err
+		})
+		return err
+	}
+	require.ErrorIs(t, claim(fail), fail)
+	require.Equal(t, []string{"a"}, busy)
+	got, err := s.Get(ctx, "a")
+	require.NoError(t, err)
+	require.False(t, got.Running(), "rolled back")
+
+	busy = nil
+	require.NoError(t, claim(nil))
+	require.Equal(t, []string{"a"}, busy)
+	got, err = s.Get(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, "a:1", got.AttemptUID)
 }
