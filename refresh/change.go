@@ -72,6 +72,11 @@ type changes struct {
 	Batch
 }
 
+// newChanges returns changes with room for about n models.
+func newChanges(n int) changes {
+	return changes{index: make(map[string]int, n), Batch: Batch{Changes: make([]Change, 0, n), Events: make([]Event, 0, n)}}
+}
+
 // add records the transition of before into after by d at now. A decision
 // with no event, or one that changed nothing, records nothing.
 func (c *changes) add(before, after Model, d Decision, now time.Time) {

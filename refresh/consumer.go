@@ -244,7 +244,7 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 	var ch changes
 	var keep []Outcome
 	err := c.cfg.Store.TryModify(ctx, ids, func(found []Model, busy []string) (Batch, error) {
-		ch, keep = changes{}, nil
+		ch, keep = newChanges(len(outs)), nil
 		now := c.cfg.Clock.Now()
 		byID := make(map[string]Model, len(found))
 		for _, m := range found {

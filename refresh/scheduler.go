@@ -144,7 +144,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
 	var c changes
 	now := s.cfg.Clock.Now()
 	claimed, err := s.cfg.Store.ClaimDue(ctx, now, s.cfg.BatchSize, func(due []Model) (Batch, error) {
-		c = changes{}
+		c = newChanges(len(due))
 		res = TickResult{}
 		var jobs []Job
 		for _, m := range due {

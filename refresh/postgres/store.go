@@ -22,9 +22,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/freshen-dev/freshen/refresh"
@@ -97,17 +99,18 @@ const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadli
 // predicate of the partial index models_due.
 const dueCondition = `refresh_at IS NOT NULL AND (NOT paused OR attempt_uid IS NOT NULL)`
 
-// scanModel reads one row of modelColumns, decoding the policy with
-// policies.
-func scanModel(row pgx.Row, policies *policyCache) (refresh.Model, error) {
+// scanModel reads the current row of modelColumns, decoding the policy
+// with policies.
+func scanModel(row pgx.Rows, policies *policyCache) (refresh.Model, error) {
 	var (
 		m                                                             refresh.Model
-		payload, policy                                               []byte
+		payload                                                       []byte
+		policy                                                        pgtype.DriverBytes
 		createdAt                                                     time.Time
-		refreshAt, deadlineAt, startedAt, failingSince, lastSuccessAt *time.Time
-		lastErrorAt, disabledAt                                       *time.Time
-		attemptUID, lastErrorKind, lastErrorMessage                   *string
-		disabledReason, statusMessage                                 *string
+		refreshAt, deadlineAt, startedAt, failingSince, lastSuccessAt pgtype.Timestamptz
+		lastErrorAt, disabledAt                                       pgtype.Timestamptz
+		attemptUID, lastErrorKind, lastErrorMessage                   pgtype.Text
+		disabledReason, statusMessage                                 pgtype.Text
 	)
 	err := row.Scan(&m.ID, &m.Queue, &payload, &policy, &createdAt, &refreshAt, &deadlineAt,
 		&m.AttemptNo, &attemptUID, &startedAt, &m.ConsecutiveFailures, &failingSince,
@@ -119,27 +122,37 @@ func scanModel(row pgx.Row, policies *policyCache) (refresh.Model, error) {
 	if payload != nil {
 		m.Payload = json.RawMessage(payload)
 	}
+	// policy is the driver's buffer, valid until the next row: the cache
+	// keeps a copy of what it keeps.
 	if m.Policy, err = policies.decode(policy); err != nil {
 		return refresh.Model{}, fmt.Errorf("model %q: decode policy: %w", m.ID, err)
 	}
 	m.CreatedAt = createdAt.UTC()
-	m.RefreshAt = fromNullTime(refreshAt)
-	m.DeadlineAt = fromNullTime(deadlineAt)
-	m.AttemptUID = fromNullString(attemptUID)
-	m.StartedAt = fromNullTime(startedAt)
-	m.FailingSince = fromNullTime(failingSince)
-	m.LastSuccessAt = fromNullTime(lastSuccessAt)
-	if lastErrorKind != nil {
+	m.RefreshAt = fromTimestamptz(refreshAt)
+	m.DeadlineAt = fromTimestamptz(deadlineAt)
+	m.AttemptUID = attemptUID.String
+	m.StartedAt = fromTimestamptz(startedAt)
+	m.FailingSince = fromTimestamptz(failingSince)
+	m.LastSuccessAt = fromTimestamptz(lastSuccessAt)
+	if lastErrorKind.Valid {
 		m.LastError = &refresh.LastError{
-			Kind:    *lastErrorKind,
-			Message: fromNullString(lastErrorMessage),
-			At:      fromNullTime(lastErrorAt),
+			Kind:    lastErrorKind.String,
+			Message: lastErrorMessage.String,
+			At:      fromTimestamptz(lastErrorAt),
 		}
 	}
-	m.DisabledAt = fromNullTime(disabledAt)
-	m.DisabledReason = fromNullString(disabledReason)
-	m.StatusMessage = fromNullString(statusMessage)
+	m.DisabledAt = fromTimestamptz(disabledAt)
+	m.DisabledReason = disabledReason.String
+	m.StatusMessage = statusMessage.String
 	return m, nil
+}
+
+// fromTimestamptz returns t in UTC, or the zero time for NULL.
+func fromTimestamptz(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
 }
 
 // collectModels reads every row of rows with scanModel; size is the
@@ -192,14 +205,18 @@ func notFound(id string) error {
 
 // Get returns the model with id, or an *refresh.Error with code ENOTFOUND.
 func (s *Store) Get(ctx context.Context, id string) (refresh.Model, error) {
-	m, err := scanModel(s.pool.QueryRow(ctx, `SELECT `+modelColumns+` FROM models WHERE id = $1`, id), &s.policies)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return refresh.Model{}, notFound(id)
+	rows, err := s.pool.Query(ctx, `SELECT `+modelColumns+` FROM models WHERE id = $1`, id)
+	var found []refresh.Model
+	if err == nil {
+		found, err = collectModels(rows, 1, &s.policies)
 	}
 	if err != nil {
 		return refresh.Model{}, storeError(fmt.Sprintf("get model %q", id), err)
 	}
-	return m, nil
+	if len(found) == 0 {
+		return refresh.Model{}, notFound(id)
+	}
+	return found[0], nil
 }
 
 // List returns the models matching f in id order, at most f.Limit (100
@@ -502,6 +519,8 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 			rows.Close()
 			return 0, storeError("take events", err)
 		}
+		// An event takes about 200 bytes of text.
+		events = slices.Grow(events, len(text)/180)
 		if events, err = parseEvents(text, events); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("take events: outbox row %d: %w", id, err)

@@ -586,3 +586,68 @@ func TestBeforeCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a:1", got.AttemptUID)
 }
+
+// An update writes the columns its batch changes, each to the new value,
+// whatever else the batch's other models change, and keeps the others.
+func TestUpdateChangedColumns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	t1 := t0.Add(90 * time.Minute)
+	yes := true
+	edits := map[string]func(*refresh.Model){
+		"queue":    func(m *refresh.Model) { m.Queue = "thumbs" },
+		"payload":  func(m *refresh.Model) { m.Payload = json.RawMessage(`{"n": 2}`) },
+		"nopayld":  func(m *refresh.Model) { m.Payload = nil },
+		"policy":   func(m *refresh.Model) { m.Policy.Timeout = refresh.Duration(time.Minute); m.Policy.Retry.Align = &yes },
+		"created":  func(m *refresh.Model) { m.CreatedAt = t1 },
+		"refresh":  func(m *refresh.Model) { m.RefreshAt = time.Time{} },
+		"deadline": func(m *refresh.Model) { m.DeadlineAt = t1 },
+		"no":       func(m *refresh.Model) { m.AttemptNo = 7 },
+		"uid":      func(m *refresh.Model) { m.AttemptUID = "u9" },
+		"started":  func(m *refresh.Model) { m.StartedAt = t1 },
+		"failures": func(m *refresh.Model) { m.ConsecutiveFailures = 3 },
+		"failing":  func(m *refresh.Model) { m.FailingSince = t1 },
+		"success":  func(m *refresh.Model) { m.LastSuccessAt = t1 },
+		"error":    func(m *refresh.Model) { m.LastError = &refresh.LastError{Kind: "http_503", Message: "503", At: t1} },
+		"noerror":  func(m *refresh.Model) { m.LastError = nil },
+		"emptyerr": func(m *refresh.Model) { m.LastError = &refresh.LastError{At: t1} },
+		"disabled": func(m *refresh.Model) { m.DisabledAt, m.DisabledReason = t1, "Gave up." },
+		"paused":   func(m *refresh.Model) { m.Paused = true },
+		"status":   func(m *refresh.Model) { m.StatusMessage = "42%" },
+		"nothing":  func(m *refresh.Model) {},
+	}
+	var all []string
+	var ms []refresh.Model
+	for id := range edits {
+		m := model(id, t0)
+		m.LastError = &refresh.LastError{Kind: "old", Message: "before", At: t0}
+		all, ms = append(all, id), append(ms, m)
+	}
+	put(t, s, ms...)
+	want := map[string]refresh.Model{}
+	require.NoError(t, s.Modify(ctx, all, func(found []refresh.Model) (refresh.Batch, error) {
+		var b refresh.Batch
+		for _, m := range found {
+			edits[m.ID](&m)
+			want[m.ID] = m
+			b.Changes = append(b.Changes, refresh.Change{Model: m})
+		}
+		return b, nil
+	}))
+	for _, id := range all {
+		got, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want[id], got, id)
+	}
+	// Models of one kind of change only: the statement sets those columns.
+	require.NoError(t, s.Modify(ctx, []string{"no"}, func(found []refresh.Model) (refresh.Batch, error) {
+		m := found[0]
+		m.AttemptNo = 8
+		want["no"] = m
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
+	}))
+	got, err := s.Get(ctx, "no")
+	require.NoError(t, err)
+	require.Equal(t, want["no"], got)
+}

@@ -1,12 +1,10 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,9 +16,8 @@ import (
 // another transaction created it after ours looked for it.
 var errCreated = errors.New("a model was created concurrently")
 
-// modelUnnest turns the arrays of modelArrays.args into rows. A NULL
-// policy, and keep_payload, tell an update to keep the stored value: most
-// writes (starts, outcomes) change neither, and so skip re-encoding them.
+// modelUnnest turns the arrays of modelArrays.args into rows, for inserts
+// (keep_payload is always false there).
 const modelUnnest = `unnest($1::text[], $2::text[], $3::text[], $4::text[],
 		$5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::int[], $9::text[],
 		$10::timestamptz[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::text[],
@@ -29,20 +26,6 @@ const modelUnnest = `unnest($1::text[], $2::text[], $3::text[], $4::text[],
 		attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
 		last_success_at, last_error_kind, last_error_message, last_error_at,
 		disabled_at, disabled_reason, paused, status_message, keep_payload)`
-
-const updateModels = `UPDATE models AS m SET
-		queue = u.queue,
-		payload = CASE WHEN u.keep_payload THEN m.payload ELSE u.payload::json END,
-		policy = coalesce(u.policy::jsonb, m.policy),
-		created_at = u.created_at, refresh_at = u.refresh_at, deadline_at = u.deadline_at,
-		attempt_no = u.attempt_no, attempt_uid = u.attempt_uid, started_at = u.started_at,
-		consecutive_failures = u.consecutive_failures, failing_since = u.failing_since,
-		last_success_at = u.last_success_at, last_error_kind = u.last_error_kind,
-		last_error_message = u.last_error_message, last_error_at = u.last_error_at,
-		disabled_at = u.disabled_at, disabled_reason = u.disabled_reason,
-		paused = u.paused, status_message = u.status_message, updated_at = now()
-	FROM ` + modelUnnest + `
-	WHERE m.id = u.id`
 
 const insertModels = `INSERT INTO models (` + modelColumns + `, updated_at)
 	SELECT u.id, u.queue, u.payload::json, u.policy::jsonb, u.created_at, u.refresh_at,
@@ -95,21 +78,15 @@ type modelArrays struct {
 	paused, keepPayload                                         []bool
 }
 
-// add appends m. old, if not nil, is the stored model that m replaces:
-// the policy and payload are sent only if they differ from it.
-func (a *modelArrays) add(m refresh.Model, old *refresh.Model) error {
-	var policy *string
-	if old == nil || !reflect.DeepEqual(old.Policy, m.Policy) {
-		b, err := json.Marshal(m.Policy)
-		if err != nil {
-			return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
-		}
-		p := string(b)
-		policy = &p
+// add appends m.
+func (a *modelArrays) add(m refresh.Model) error {
+	b, err := json.Marshal(m.Policy)
+	if err != nil {
+		return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
 	}
-	keepPayload := old != nil && bytes.Equal(old.Payload, m.Payload)
+	policy := string(b)
 	var payload *string
-	if len(m.Payload) > 0 && !keepPayload {
+	if len(m.Payload) > 0 {
 		p := string(m.Payload)
 		payload = &p
 	}
@@ -121,7 +98,7 @@ func (a *modelArrays) add(m refresh.Model, old *refresh.Model) error {
 	a.id = append(a.id, m.ID)
 	a.queue = append(a.queue, m.Queue)
 	a.payload = append(a.payload, payload)
-	a.policy = append(a.policy, policy)
+	a.policy = append(a.policy, &policy)
 	a.createdAt = append(a.createdAt, m.CreatedAt)
 	a.refreshAt = append(a.refreshAt, nullTime(m.RefreshAt))
 	a.deadlineAt = append(a.deadlineAt, nullTime(m.DeadlineAt))
@@ -138,7 +115,7 @@ func (a *modelArrays) add(m refresh.Model, old *refresh.Model) error {
 	a.disabledReason = append(a.disabledReason, nullString(m.DisabledReason))
 	a.paused = append(a.paused, m.Paused)
 	a.statusMessage = append(a.statusMessage, nullString(m.StatusMessage))
-	a.keepPayload = append(a.keepPayload, keepPayload)
+	a.keepPayload = append(a.keepPayload, false)
 	return nil
 }
 
@@ -206,12 +183,12 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 	if len(changes) == 0 && len(batch.Events) == 0 {
 		return nil
 	}
-	before := make(map[string]refresh.Model, len(locked))
-	for _, m := range locked {
-		before[m.ID] = m
+	before := make(map[string]int, len(locked)) // id -> index in locked
+	for i := range locked {
+		before[locked[i].ID] = i
 	}
 	lastModel := make(map[string]int, len(changes))
-	lastAttempt := make(map[string]int)
+	lastAttempt := make(map[string]int, len(changes))
 	for i, c := range changes {
 		lastModel[c.Model.ID] = i
 		if c.Attempt != nil {
@@ -219,11 +196,14 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 		}
 	}
 
-	var updates, inserts modelArrays
+	var inserts modelArrays
 	var starts, ends attemptArrays
 	var deletes []string
+	var updated []*refresh.Model
+	var mask uint32 // the columns the updates change
 	notify := false
-	for i, c := range changes {
+	for i := range changes {
+		c := &changes[i]
 		last := lastModel[c.Model.ID] == i
 		if last && c.Delete {
 			if _, exists := before[c.Model.ID]; exists {
@@ -246,18 +226,25 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 		if !last {
 			continue
 		}
-		old, exists := before[c.Model.ID]
-		var err error
-		if exists {
-			err = updates.add(c.Model, &old)
-		} else {
-			err = inserts.add(c.Model, nil)
-		}
-		if err != nil {
+		var old refresh.Model
+		if j, exists := before[c.Model.ID]; exists {
+			old = locked[j]
+			mask |= changedColumns(&locked[j], &c.Model)
+			updated = append(updated, &c.Model)
+		} else if err := inserts.add(c.Model); err != nil {
 			return err
 		}
 		if next, prev := dueAt(c.Model), dueAt(old); !next.IsZero() && (prev.IsZero() || next.Before(prev)) {
 			notify = true
+		}
+	}
+	var updates *updateArrays
+	if len(updated) > 0 {
+		updates = newUpdateArrays(mask, len(updated))
+		for _, m := range updated {
+			if err := updates.add(m); err != nil {
+				return err
+			}
 		}
 	}
 	var outbox []byte
@@ -276,8 +263,8 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 	if len(inserts.id) > 0 {
 		b.Queue(insertModels, inserts.args()...)
 	}
-	if len(updates.id) > 0 {
-		b.Queue(updateModels, updates.args()...)
+	if updates != nil {
+		b.Queue(updateStatement(mask), updates.args()...)
 	}
 	if len(starts.uid) > 0 {
 		b.Queue(insertAttempts, starts.args()...)
@@ -310,7 +297,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 				return fmt.Errorf("insert %d models: %d existed: %w", len(inserts.id), int64(len(inserts.id))-n, errCreated)
 			}
 		}
-		if len(updates.id) > 0 {
+		if updates != nil {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("update %d models: %w", len(updates.id), err)
 			}
