@@ -156,11 +156,16 @@ func (r *Redis) Push(ctx context.Context, jobs []refresh.Job) error {
 	}
 	var order []string // the keys, in the order of their first job
 	byKey := make(map[string][]any)
-	for _, j := range jobs {
-		b, err := json.Marshal(j)
-		if err != nil {
+	// One buffer holds all the messages; each is a slice of it.
+	buf := make([]byte, 0, 256*len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
+		start := len(buf)
+		var err error
+		if buf, err = appendJob(buf, j); err != nil {
 			return fmt.Errorf("encode job of model %s: %w", j.ModelID, err)
 		}
+		b := buf[start:len(buf):len(buf)]
 		k := r.keys.jobsKey(j.Queue)
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)

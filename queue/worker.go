@@ -719,8 +719,7 @@ func (w *Worker) run(ctx context.Context, t *task, job refresh.Job) {
 	} else {
 		w.stats.succeeded.Add(1)
 	}
-	b, _ := json.Marshal(out)
-	w.done <- done{t: t, outcome: b}
+	w.done <- done{t: t, outcome: appendOutcome(nil, &out)}
 	w.release(1)
 }
 

@@ -99,51 +99,67 @@ const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadli
 // predicate of the partial index models_due.
 const dueCondition = `refresh_at IS NOT NULL AND (NOT paused OR attempt_uid IS NOT NULL)`
 
-// scanModel reads the current row of modelColumns, decoding the policy
-// with policies.
-func scanModel(row pgx.Rows, policies *policyCache) (refresh.Model, error) {
-	var (
-		m                                                             refresh.Model
-		payload                                                       []byte
-		policy                                                        pgtype.DriverBytes
-		createdAt                                                     time.Time
-		refreshAt, deadlineAt, startedAt, failingSince, lastSuccessAt pgtype.Timestamptz
-		lastErrorAt, disabledAt                                       pgtype.Timestamptz
-		attemptUID, lastErrorKind, lastErrorMessage                   pgtype.Text
-		disabledReason, statusMessage                                 pgtype.Text
-	)
-	err := row.Scan(&m.ID, &m.Queue, &payload, &policy, &createdAt, &refreshAt, &deadlineAt,
-		&m.AttemptNo, &attemptUID, &startedAt, &m.ConsecutiveFailures, &failingSince,
-		&lastSuccessAt, &lastErrorKind, &lastErrorMessage, &lastErrorAt,
-		&disabledAt, &disabledReason, &m.Paused, &statusMessage)
-	if err != nil {
+// modelRow is what one row of modelColumns is scanned into; one serves all
+// the rows of a query, so that scanning a row allocates only what the model
+// keeps.
+type modelRow struct {
+	id, queue                                                     string
+	payload                                                       []byte
+	policy                                                        pgtype.DriverBytes
+	createdAt                                                     time.Time
+	refreshAt, deadlineAt, startedAt, failingSince, lastSuccessAt pgtype.Timestamptz
+	lastErrorAt, disabledAt                                       pgtype.Timestamptz
+	attemptNo, consecutiveFailures                                int
+	attemptUID, lastErrorKind, lastErrorMessage                   pgtype.Text
+	disabledReason, statusMessage                                 pgtype.Text
+	paused                                                        bool
+	dest                                                          []any
+}
+
+func newModelRow() *modelRow {
+	r := &modelRow{}
+	r.dest = []any{&r.id, &r.queue, &r.payload, &r.policy, &r.createdAt, &r.refreshAt, &r.deadlineAt,
+		&r.attemptNo, &r.attemptUID, &r.startedAt, &r.consecutiveFailures, &r.failingSince,
+		&r.lastSuccessAt, &r.lastErrorKind, &r.lastErrorMessage, &r.lastErrorAt,
+		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage}
+	return r
+}
+
+// scan reads the current row of rows, decoding the policy with policies.
+func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (refresh.Model, error) {
+	r.payload = nil // a NULL leaves the destination as it is
+	if err := rows.Scan(r.dest...); err != nil {
 		return refresh.Model{}, err
 	}
-	if payload != nil {
-		m.Payload = json.RawMessage(payload)
+	m := refresh.Model{ID: r.id, Queue: r.queue, CreatedAt: r.createdAt.UTC()}
+	if r.payload != nil {
+		m.Payload = json.RawMessage(r.payload)
 	}
 	// policy is the driver's buffer, valid until the next row: the cache
 	// keeps a copy of what it keeps.
-	if m.Policy, err = policies.decode(policy); err != nil {
+	var err error
+	if m.Policy, err = policies.decode(r.policy); err != nil {
 		return refresh.Model{}, fmt.Errorf("model %q: decode policy: %w", m.ID, err)
 	}
-	m.CreatedAt = createdAt.UTC()
-	m.RefreshAt = fromTimestamptz(refreshAt)
-	m.DeadlineAt = fromTimestamptz(deadlineAt)
-	m.AttemptUID = attemptUID.String
-	m.StartedAt = fromTimestamptz(startedAt)
-	m.FailingSince = fromTimestamptz(failingSince)
-	m.LastSuccessAt = fromTimestamptz(lastSuccessAt)
-	if lastErrorKind.Valid {
+	m.RefreshAt = fromTimestamptz(r.refreshAt)
+	m.DeadlineAt = fromTimestamptz(r.deadlineAt)
+	m.AttemptNo = r.attemptNo
+	m.AttemptUID = r.attemptUID.String
+	m.StartedAt = fromTimestamptz(r.startedAt)
+	m.ConsecutiveFailures = r.consecutiveFailures
+	m.FailingSince = fromTimestamptz(r.failingSince)
+	m.LastSuccessAt = fromTimestamptz(r.lastSuccessAt)
+	if r.lastErrorKind.Valid {
 		m.LastError = &refresh.LastError{
-			Kind:    lastErrorKind.String,
-			Message: lastErrorMessage.String,
-			At:      fromTimestamptz(lastErrorAt),
+			Kind:    r.lastErrorKind.String,
+			Message: r.lastErrorMessage.String,
+			At:      fromTimestamptz(r.lastErrorAt),
 		}
 	}
-	m.DisabledAt = fromTimestamptz(disabledAt)
-	m.DisabledReason = disabledReason.String
-	m.StatusMessage = statusMessage.String
+	m.DisabledAt = fromTimestamptz(r.disabledAt)
+	m.DisabledReason = r.disabledReason.String
+	m.Paused = r.paused
+	m.StatusMessage = r.statusMessage.String
 	return m, nil
 }
 
@@ -155,13 +171,14 @@ func fromTimestamptz(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
-// collectModels reads every row of rows with scanModel; size is the
+// collectModels reads every row of rows of modelColumns; size is the
 // number of rows expected at most.
 func collectModels(rows pgx.Rows, size int, policies *policyCache) ([]refresh.Model, error) {
 	defer rows.Close()
 	out := make([]refresh.Model, 0, min(size, 1024))
+	row := newModelRow()
 	for rows.Next() {
-		m, err := scanModel(rows, policies)
+		m, err := row.scan(rows, policies)
 		if err != nil {
 			return nil, err
 		}

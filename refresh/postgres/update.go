@@ -102,29 +102,31 @@ func updateStatement(mask uint32) string {
 // changedColumns returns the mask of the columns that differ between the
 // stored model old and m.
 func changedColumns(old, m *refresh.Model) uint32 {
+	changed := [numColumns]bool{
+		colQueue:               old.Queue != m.Queue,
+		colPayload:             !bytes.Equal(old.Payload, m.Payload),
+		colPolicy:              !reflect.DeepEqual(&old.Policy, &m.Policy), // pointers: no copy to box
+		colCreatedAt:           !old.CreatedAt.Equal(m.CreatedAt),
+		colRefreshAt:           !old.RefreshAt.Equal(m.RefreshAt),
+		colDeadlineAt:          !old.DeadlineAt.Equal(m.DeadlineAt),
+		colAttemptNo:           old.AttemptNo != m.AttemptNo,
+		colAttemptUID:          old.AttemptUID != m.AttemptUID,
+		colStartedAt:           !old.StartedAt.Equal(m.StartedAt),
+		colConsecutiveFailures: old.ConsecutiveFailures != m.ConsecutiveFailures,
+		colFailingSince:        !old.FailingSince.Equal(m.FailingSince),
+		colLastSuccessAt:       !old.LastSuccessAt.Equal(m.LastSuccessAt),
+		colLastError:           !sameLastError(old.LastError, m.LastError),
+		colDisabledAt:          !old.DisabledAt.Equal(m.DisabledAt),
+		colDisabledReason:      old.DisabledReason != m.DisabledReason,
+		colPaused:              old.Paused != m.Paused,
+		colStatusMessage:       old.StatusMessage != m.StatusMessage,
+	}
 	var mask uint32
-	set := func(c column, changed bool) {
-		if changed {
+	for c, ch := range changed {
+		if ch {
 			mask |= 1 << c
 		}
 	}
-	set(colQueue, old.Queue != m.Queue)
-	set(colPayload, !bytes.Equal(old.Payload, m.Payload))
-	set(colPolicy, !reflect.DeepEqual(old.Policy, m.Policy))
-	set(colCreatedAt, !old.CreatedAt.Equal(m.CreatedAt))
-	set(colRefreshAt, !old.RefreshAt.Equal(m.RefreshAt))
-	set(colDeadlineAt, !old.DeadlineAt.Equal(m.DeadlineAt))
-	set(colAttemptNo, old.AttemptNo != m.AttemptNo)
-	set(colAttemptUID, old.AttemptUID != m.AttemptUID)
-	set(colStartedAt, !old.StartedAt.Equal(m.StartedAt))
-	set(colConsecutiveFailures, old.ConsecutiveFailures != m.ConsecutiveFailures)
-	set(colFailingSince, !old.FailingSince.Equal(m.FailingSince))
-	set(colLastSuccessAt, !old.LastSuccessAt.Equal(m.LastSuccessAt))
-	set(colLastError, !sameLastError(old.LastError, m.LastError))
-	set(colDisabledAt, !old.DisabledAt.Equal(m.DisabledAt))
-	set(colDisabledReason, old.DisabledReason != m.DisabledReason)
-	set(colPaused, old.Paused != m.Paused)
-	set(colStatusMessage, old.StatusMessage != m.StatusMessage)
 	return mask
 }
 
