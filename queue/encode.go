@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -16,8 +15,8 @@ import (
 
 // appendJob appends the JSON of j to b, as json.Marshal encodes it.
 func appendJob(b []byte, j *refresh.Job) ([]byte, error) {
-	if !encodable(j.StartedAt) || !encodable(j.DeadlineAt) || !compactPayload(j.Payload) {
-		// json.Marshal gives its own error, or compacts the payload.
+	if !encodable(j.StartedAt) || !encodable(j.DeadlineAt) || (len(j.Payload) > 0 && !json.Valid(j.Payload)) {
+		// json.Marshal refuses it, with its own error.
 		raw, err := json.Marshal(j)
 		if err != nil {
 			return nil, err
@@ -34,7 +33,7 @@ func appendJob(b []byte, j *refresh.Job) ([]byte, error) {
 	b = appendString(b, j.Queue)
 	if len(j.Payload) > 0 {
 		b = append(b, `,"payload":`...)
-		b = append(b, j.Payload...)
+		b = appendCompact(b, j.Payload)
 	}
 	b = append(b, `,"started_at":`...)
 	b = appendTime(b, j.StartedAt)
@@ -43,28 +42,39 @@ func appendJob(b []byte, j *refresh.Job) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// compactPayload reports whether json.Marshal would copy p as it is: it
-// is valid JSON without insignificant space or a character it escapes
-// (<, >, &, U+2028, U+2029). Anything else is left to json.Marshal.
-func compactPayload(p json.RawMessage) bool {
-	if len(p) == 0 {
-		return true
-	}
-	if bytes.ContainsAny(p, "<>&\u2028\u2029") || !json.Valid(p) {
-		return false
-	}
+// appendCompact appends the valid JSON p to b as json.Marshal copies a
+// json.RawMessage: without insignificant space, with <, >, &, U+2028 and
+// U+2029 escaped.
+func appendCompact(b []byte, p json.RawMessage) []byte {
 	inString := false
+	start := 0
 	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case inString && c == '\\':
-			i++
+		c := p[i]
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			b = append(b, p[start:i]...)
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			start = i + 1
+		case c == 0xE2 && i+2 < len(p) && p[i+1] == 0x80 && p[i+2]&^1 == 0xA8:
+			b = append(b, p[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[p[i+2]&0xF])
+			i += 2
+			start = i + 1
+		case inString:
+			switch c {
+			case '\\':
+				i++ // the escaped character is none of the above
+			case '"':
+				inString = false
+			}
 		case c == '"':
-			inString = !inString
-		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return false
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			b = append(b, p[start:i]...)
+			start = i + 1
 		}
 	}
-	return true
+	return append(b, p[start:]...)
 }
 
 // appendOutcome appends the JSON of o to b, as json.Marshal encodes it.

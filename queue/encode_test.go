@@ -22,6 +22,8 @@ var payloads = []json.RawMessage{
 	nil, json.RawMessage(`{"input_url":"https://example.com/a.csv"}`), json.RawMessage(`{"input_url": "https://example.com/a.csv"}`),
 	json.RawMessage(`[1, 2,3]`), json.RawMessage(`"<html>"`), json.RawMessage(`{"a":"b\"c \\ d","e":[true,null,1.5e3]}`),
 	json.RawMessage("{\n  \"pretty\": true\n}"), json.RawMessage(`{"s":"\u2028"}`), json.RawMessage(`42`),
+	json.RawMessage("{\"html\": \"<a href='x'>&</a>\", \"sep\": \"a\u2028b\u2029c\", \"esc\": \"\\\" <\\\\ \"}"),
+	json.RawMessage(" [ {\"a\" : [ ] } , \"\\u003c\" ,\t\r\n null ] "),
 }
 
 func randomTime(r *rand.Rand) time.Time {
