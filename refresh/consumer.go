@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -192,18 +193,20 @@ func (c *Consumer) runOnce(ctx context.Context, block time.Duration) (ConsumeRes
 // each half on its own, down to the single outcome at fault, which it sets
 // aside as a dead letter.
 func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string]bool, events *[]Event, res *ConsumeResult) ([]Outcome, error) {
-	batch, keep, err := c.write(ctx, outs, blocked)
+	written, keep, err := c.write(ctx, outs, blocked)
 	if err == nil {
-		*events = append(*events, batch.Events...)
-		for _, e := range batch.Events {
+		*events = append(*events, written.Events...)
+		for _, e := range written.Events {
 			if e.Type == EventStale {
 				res.Stale++
 			} else {
 				res.Applied++
 			}
 		}
+		putChanges(written)
 		return keep, nil
 	}
+	putChanges(written)
 	if ErrorCode(err) != EINVALID {
 		return nil, err
 	}
@@ -229,10 +232,11 @@ func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string
 	return append(k1, k2...), nil
 }
 
-// write applies outs in one store transaction and returns what it wrote and
-// the outcomes, in order, of the models another transaction holds or that
-// are blocked; it adds the models of the outcomes it keeps to blocked.
-func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (Batch, []Outcome, error) {
+// write applies outs in one store transaction and returns what it wrote
+// (for putChanges) and the outcomes, in order, of the models another
+// transaction holds or that are blocked; it adds the models of the outcomes
+// it keeps to blocked.
+func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (*changes, []Outcome, error) {
 	ids := make([]string, 0, len(outs))
 	seen := make(map[string]bool, len(outs))
 	for _, o := range outs {
@@ -241,14 +245,18 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 			ids = append(ids, o.ModelID)
 		}
 	}
-	var ch changes
+	var ch *changes
 	var keep []Outcome
 	err := c.cfg.Store.TryModify(ctx, ids, func(found []Model, busy []string) (Batch, error) {
-		ch, keep = newChanges(len(outs)), nil
+		putChanges(ch)
+		ch, keep = getChanges(len(outs)), nil
 		now := c.cfg.Clock.Now()
-		byID := make(map[string]Model, len(found))
-		for _, m := range found {
-			byID[m.ID] = m
+		// The models as the outcomes change them, one after the other;
+		// found stays as it was read.
+		models := slices.Clone(found)
+		byID := make(map[string]int, len(found))
+		for i, m := range found {
+			byID[m.ID] = i
 		}
 		isBusy := make(map[string]bool, len(busy))
 		for _, id := range busy {
@@ -259,15 +267,15 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 				keep = append(keep, o)
 				continue
 			}
-			m, ok := byID[o.ModelID]
+			i, ok := byID[o.ModelID]
 			if !ok {
 				_, d := Stale(Model{ID: o.ModelID}, o, "unknown model")
 				ch.add(Model{ID: o.ModelID}, Model{ID: o.ModelID}, d, now)
 				continue
 			}
-			after, d := ApplyOutcome(m, o, now)
-			byID[m.ID] = after
-			ch.add(m, after, d, now)
+			after, d := ApplyOutcome(models[i], o, now)
+			ch.add(models[i], after, d, now)
+			models[i] = after
 		}
 		return ch.Batch, nil
 	})
@@ -276,5 +284,5 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 			blocked[o.ModelID] = true
 		}
 	}
-	return ch.Batch, keep, err
+	return ch, keep, err
 }

@@ -77,6 +77,9 @@ type ServeConfig struct {
 	RedisPrefix string
 	Addr        string
 	BatchSize   int
+	// ClaimLoops is how many scheduler passes run at once while models are
+	// due by the batch.
+	ClaimLoops int
 	// InstanceID names the instance among the outcome consumers and in
 	// pg_stat_activity (application_name "freshen/<id>").
 	InstanceID string
@@ -149,6 +152,7 @@ func NewMain(logOut io.Writer) *Main {
 			Addr:            ":8080",
 			RedisPrefix:     queue.DefaultPrefix,
 			BatchSize:       1000,
+			ClaimLoops:      2,
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
@@ -220,6 +224,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/); keep it private")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
+	fs.IntVar(&c.ClaimLoops, "claim-loops", c.ClaimLoops, "scheduler passes run at once while models are due by the batch (each holds a database connection)")
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
 		"keep it stable across restarts (the default is the host name: two instances on one host need distinct ids)")
 	durationVar(fs, &c.MaxSleep, "max-sleep", c.MaxSleep, "longest the scheduler sleeps without looking at the database")
@@ -302,6 +307,8 @@ func (m *Main) ParseFlags(args []string) error {
 	switch {
 	case c.BatchSize < 1:
 		return fmt.Errorf("--batch-size: must be >= 1, got %d", c.BatchSize)
+	case c.ClaimLoops < 1:
+		return fmt.Errorf("--claim-loops: must be >= 1, got %d", c.ClaimLoops)
 	case c.InstanceID == "":
 		return errors.New("--instance-id: must not be empty")
 	case h.MaxHeaderBytes < 1024:
@@ -313,6 +320,9 @@ func (m *Main) ParseFlags(args []string) error {
 		return err
 	}
 	s.ApplicationName = "freshen/" + c.InstanceID
+	// The loops hold a connection each while they work; the API, the
+	// health checks and the publisher use a few more.
+	s.MaxConns = int32(c.ClaimLoops + 6)
 	m.Logger = newLogger(m.logOut, c.LogLevel, m.redact)
 	return nil
 }
@@ -416,7 +426,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	var consumer *refresh.Consumer
 	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{
-		Store: store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, MaxSleep: c.MaxSleep,
+		Store: store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, Loops: c.ClaimLoops, MaxSleep: c.MaxSleep,
 		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc,
 		EventsFunc: func() {
 			publisher.Wake()
