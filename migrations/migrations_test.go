@@ -181,3 +181,20 @@ func TestAttemptsAtEndDown(t *testing.T) {
 
 	require.NoError(t, migrations.Migrate(ctx, conn))
 }
+
+// The outbox compresses its events with lz4 if the server supports it,
+// else with the default.
+func TestOutboxCompression(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	want := "l"
+	if _, err := conn.Exec(ctx, `SET default_toast_compression = lz4`); err != nil {
+		want = "" // the column keeps the default
+	}
+	var method string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT attcompression::text FROM pg_attribute
+		WHERE attrelid = 'outbox'::regclass AND attname = 'events'`).Scan(&method))
+	require.Equal(t, want, method)
+}
