@@ -152,7 +152,7 @@ func NewMain(logOut io.Writer) *Main {
 			Addr:            ":8080",
 			RedisPrefix:     queue.DefaultPrefix,
 			BatchSize:       1000,
-			ClaimLoops:      2,
+			ClaimLoops:      1,
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
