@@ -11,6 +11,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +41,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		}
 		fmt.Fprintf(stderr, "freshen serve: %v\n", m.redact.Error(err))
 		return 2
+	}
+	if m.Config.GCMinHeapMiB > 0 {
+		defer keepHeapGoal(uint64(m.Config.GCMinHeapMiB) << 20)()
 	}
 	if err := m.Run(ctx); err != nil {
 		_ = m.Close()
@@ -105,6 +111,9 @@ type ServeConfig struct {
 	// PprofAddr, if set, is the address of a second HTTP server that
 	// answers only the Go profiler's endpoints (/debug/pprof/...).
 	PprofAddr string
+	// GCMinHeapMiB, if > 0, is the least heap size, in MiB, at which the
+	// garbage collector starts a cycle (see keepHeapGoal).
+	GCMinHeapMiB int
 }
 
 // HTTPConfig bounds what the HTTP server gives one client.
@@ -153,6 +162,7 @@ func NewMain(logOut io.Writer) *Main {
 			RedisPrefix:     queue.DefaultPrefix,
 			BatchSize:       1000,
 			ClaimLoops:      1,
+			GCMinHeapMiB:    32,
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
@@ -222,6 +232,7 @@ func (m *Main) ParseFlags(args []string) error {
 	durationVar(fs, &c.ConsumerLease, "consumer-lease", c.ConsumerLease, "how long this instance may go unseen before another takes back the outcomes it holds")
 	limitFlags(fs, &c.Limits)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address")
+	fs.IntVar(&c.GCMinHeapMiB, "gc-min-heap", c.GCMinHeapMiB, "least heap size, in MiB, at which the garbage collector starts a cycle; 0 leaves it to GOGC alone")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/); keep it private")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.IntVar(&c.ClaimLoops, "claim-loops", c.ClaimLoops, "scheduler passes run at once while models are due by the batch (each holds a database connection)")
@@ -309,6 +320,8 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--batch-size: must be >= 1, got %d", c.BatchSize)
 	case c.ClaimLoops < 1:
 		return fmt.Errorf("--claim-loops: must be >= 1, got %d", c.ClaimLoops)
+	case c.GCMinHeapMiB < 0:
+		return fmt.Errorf("--gc-min-heap: must be >= 0, got %d", c.GCMinHeapMiB)
 	case c.InstanceID == "":
 		return errors.New("--instance-id: must not be empty")
 	case h.MaxHeaderBytes < 1024:
@@ -649,4 +662,66 @@ func checkSchema(ctx context.Context, cfg *pgx.ConnConfig, migrate bool) error {
 		return fatalError{fmt.Errorf("database schema is at version %d, newer than this build (%d): upgrade freshen", current, latest)}
 	}
 	return nil
+}
+
+// keepHeapGoal keeps the garbage collector's heap goal at least minHeap
+// bytes. Go's collector starts a cycle once the heap has grown by GOGC
+// percent over what the last cycle left live; serve's live heap is small
+// (10 to 25 MB at a batch size of 1000) and it allocates fast, so it ran a
+// cycle every few megabytes. After each cycle this raises the percentage
+// so that the goal is minHeap while twice the live heap stays below it, and
+// gives back GOGC's own percentage once the live heap grows past half of
+// it: the heap never grows further than GOGC alone would let it, apart
+// from up to minHeap. A GOGC of off is left as it is. The function it
+// returns stops it and gives back GOGC's percentage.
+func keepHeapGoal(minHeap uint64) (stop func()) {
+	base := debug.SetGCPercent(100)
+	debug.SetGCPercent(base)
+	if base < 0 {
+		return func() {}
+	}
+	var mu sync.Mutex
+	stopped := false
+	// The goal is the live heap plus GOGC percent of the live heap and the
+	// other roots the collector scans (stacks, globals).
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	// cycleEnded runs once after each collection: a finalizer of an
+	// object made unreachable just before it.
+	type sentinel struct{ _ [16]byte }
+	var cycleEnded func(*sentinel)
+	cycleEnded = func(*sentinel) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		metrics.Read(samples)
+		var v [3]uint64
+		for i, s := range samples {
+			if s.Value.Kind() == metrics.KindUint64 {
+				v[i] = s.Value.Uint64()
+			}
+		}
+		live, scanned := v[0], v[0]+v[1]+v[2]
+		percent := base
+		if scanned > 0 && live+scanned*uint64(base)/100 < minHeap {
+			percent = int((minHeap - live) * 100 / scanned)
+		}
+		debug.SetGCPercent(percent)
+		// The runtime's own accounting of the roots may differ: scale
+		// down to its goal.
+		metrics.Read(goal)
+		if g := goal[0].Value; percent > base && g.Kind() == metrics.KindUint64 && g.Uint64() > minHeap && g.Uint64() > live {
+			debug.SetGCPercent(max(base, int(uint64(percent)*(minHeap-live)/(g.Uint64()-live))))
+		}
+		runtime.SetFinalizer(&sentinel{}, cycleEnded)
+	}
+	runtime.SetFinalizer(&sentinel{}, cycleEnded)
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		debug.SetGCPercent(base)
+	}
 }
