@@ -168,6 +168,9 @@ type Worker struct {
 	// reconcile asks the reconciler to look at the working list.
 	reconcile chan struct{}
 
+	// deadlines cancels the handlers whose deadline has come.
+	deadlines *deadlines
+
 	// Set by Run for its duration.
 	// slots holds a value per handler that may start.
 	slots chan struct{}
@@ -279,6 +282,7 @@ func NewWorker(client redis.UniversalClient, opt WorkerOptions, handler Handler)
 		active:    map[*task]struct{}{},
 		takers:    make([]uint64, min(opt.Concurrency, fetchLoops)),
 		reconcile: make(chan struct{}, 1),
+		deadlines: newDeadlines(opt.Clock),
 	}
 	w.taken = sync.NewCond(&w.mu)
 	return w, nil
@@ -311,6 +315,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	loops.Go(func() { w.beatLoop(loopCtx) })
 	loops.Go(func() { w.revokedLoop(loopCtx) })
 	loops.Go(func() { w.reconcileLoop(loopCtx) })
+	loops.Go(func() { w.deadlines.watch(loopCtx) })
 
 	w.slots = make(chan struct{}, w.opt.Concurrency)
 	w.release(w.opt.Concurrency)
@@ -786,20 +791,18 @@ func (w *Worker) post(ctx context.Context, batch []done) {
 
 // jobContext returns a context that is cancelled, with cause
 // context.DeadlineExceeded, when the clock reaches deadline, and the
-// function that cancels it with another cause.
+// function that cancels it with another cause, which also forgets the
+// deadline.
 func (w *Worker) jobContext(parent context.Context, deadline time.Time) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	if !deadline.IsZero() {
-		fired := w.clock.After(deadline.Sub(w.clock.Now()))
-		go func() {
-			select {
-			case <-fired:
-				cancel(context.DeadlineExceeded)
-			case <-ctx.Done():
-			}
-		}()
+	if deadline.IsZero() {
+		return ctx, cancel
 	}
-	return ctx, cancel
+	d := w.deadlines.add(deadline, cancel)
+	return ctx, func(cause error) {
+		w.deadlines.remove(d)
+		cancel(cause)
+	}
 }
 
 // call runs the handler, turning a panic into a failure of kind "panic".
