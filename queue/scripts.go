@@ -165,22 +165,3 @@ func setAside(ctx context.Context, c redis.Scripter, taken, dead string, pairs [
 //	KEYS: source list, taken list
 //	ARGV: max
 var takeScript = redis.NewScript(moveLua)
-
-// ackJobsScript pushes a worker's outcomes and removes the jobs it is done
-// with from its working list, atomically: ARGV[1] outcomes follow it,
-// pushed on the left of KEYS[1] in their order (so the first is received
-// first), then the jobs, each removed once, looking from the right (oldest)
-// end, where jobs done with mostly are. It returns how many jobs it
-// removed.
-//
-//	KEYS: outcomes list, working list
-//	ARGV: n, n outcomes, jobs...
-var ackJobsScript = redis.NewScript(`
-local n = tonumber(ARGV[1])
-if n > 0 then redis.call('LPUSH', KEYS[1], unpack(ARGV, 2, n + 1)) end
-local removed = 0
-for i = n + 2, #ARGV do
-  removed = removed + redis.call('LREM', KEYS[2], -1, ARGV[i])
-end
-return removed
-`)

@@ -193,8 +193,7 @@ type done struct {
 }
 
 // maxBatch bounds the jobs one take moves and the jobs one
-// acknowledgement drops (a Lua script unpacks at most a few thousand
-// values).
+// acknowledgement drops.
 const maxBatch = 1000
 
 // fetchLoops is how many loops take jobs, at most: while one waits for its
@@ -730,7 +729,7 @@ func (w *Worker) run(ctx context.Context, t *task, job refresh.Job) {
 
 // complete posts what it receives on w.done until the channel closes: each
 // time, everything that has arrived meanwhile (up to maxBatch jobs) in one
-// acknowledgement.
+// transaction.
 func (w *Worker) complete(ctx context.Context) {
 	batch := make([]done, 0, maxBatch)
 	for d := range w.done {
@@ -752,24 +751,30 @@ func (w *Worker) complete(ctx context.Context) {
 }
 
 // post pushes the outcomes of batch and drops its jobs from the working
-// list, in one script, retrying a few times; then it forgets the jobs. A
-// job whose outcome could not be posted stays in the working list: the
-// reconciler gives it back, and it runs again.
+// list, in one transaction (MULTI, LPUSH, LREM..., EXEC), retrying a few
+// times; then it forgets the jobs. A job whose outcome could not be posted
+// stays in the working list: the reconciler gives it back, and it runs
+// again.
 func (w *Worker) post(ctx context.Context, batch []done) {
-	args := make([]any, 1, 1+2*len(batch))
+	outcomes := make([]any, 0, len(batch))
 	for _, d := range batch {
 		if d.outcome != nil {
-			args = append(args, d.outcome)
+			outcomes = append(outcomes, d.outcome)
 		}
 	}
-	args[0] = len(args) - 1
-	for _, d := range batch {
-		args = append(args, d.t.raw)
-	}
-	keys := []string{w.keys.outcomesKey(), w.keys.workingKey(w.opt.Queue, w.opt.ID)}
+	outcomesKey, working := w.keys.outcomesKey(), w.keys.workingKey(w.opt.Queue, w.opt.ID)
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
-		err := ackJobsScript.Run(ctx, w.client, keys, args...).Err()
+		_, err := w.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if len(outcomes) > 0 {
+				p.LPush(ctx, outcomesKey, outcomes...)
+			}
+			for _, d := range batch {
+				// From the right (oldest) end, where jobs done with mostly are.
+				p.LRem(ctx, working, -1, d.t.raw)
+			}
+			return nil
+		})
 		if err == nil {
 			break
 		}

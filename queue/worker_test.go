@@ -704,7 +704,7 @@ func TestWorkerKeepsJobOfUnpostedOutcome(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		const id = "w1"
 		working := b.keys.workingKey(testQueue, id)
-		failing := &failScripts{keys: [2]string{b.keys.outcomesKey(), working}}
+		failing := &failAcks{working: working}
 		failing.on.Store(true)
 		b.client.AddHook(failing)
 		ran := make(chan string, 10)
@@ -725,32 +725,32 @@ func TestWorkerKeepsJobOfUnpostedOutcome(t *testing.T) {
 	})
 }
 
-// failScripts makes the scripts on keys (the acknowledgements of one
-// worker) fail while on is set.
-type failScripts struct {
-	keys   [2]string
-	on     atomic.Bool
-	failed atomic.Int32
+// failAcks makes the acknowledgements of a worker (the transactions that
+// remove jobs from its working list) fail while on is set.
+type failAcks struct {
+	working string
+	on      atomic.Bool
+	failed  atomic.Int32
 }
 
-func (f *failScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *failAcks) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (f *failScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if name := cmd.Name(); (name == "evalsha" || name == "eval") && f.on.Load() && len(args) > 4 &&
-			args[3] == f.keys[0] && args[4] == f.keys[1] {
-			f.failed.Add(1)
-			err := errors.New("connection reset by peer")
-			cmd.SetErr(err)
-			return err
+func (f *failAcks) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (f *failAcks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if args := cmd.Args(); cmd.Name() == "lrem" && len(args) > 1 && args[1] == f.working && f.on.Load() {
+				f.failed.Add(1)
+				err := errors.New("connection reset by peer")
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
 		}
-		return next(ctx, cmd)
+		return next(ctx, cmds)
 	}
-}
-
-func (f *failScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // countScripts counts the scripts run with success whose first key is key.
