@@ -112,8 +112,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	defer helpers.Wait()
 	backoff := time.Duration(0)
+	// After a wait, the first passes claim smaller batches, doubling up
+	// to BatchSize: the first jobs of a crowd of due models reach workers
+	// sooner, so that workers and outcomes get going while the next
+	// batches are claimed.
+	limit := s.firstBatch()
 	for ctx.Err() == nil {
-		res, err := s.pass(ctx)
+		res, err := s.pass(ctx, limit)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -123,8 +128,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 			s.cfg.Logger.Error("scheduler pass failed", "err", err, "retry_in", backoff.String())
 			wait = backoff
-		case res.Claimed == s.cfg.BatchSize:
+		case res.Claimed == limit:
 			backoff = 0
+			limit = min(2*limit, s.cfg.BatchSize)
 			continue
 		default:
 			backoff = 0
@@ -135,6 +141,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 				wait = min(next.Sub(s.cfg.Clock.Now()), s.cfg.MaxSleep)
 			}
 		}
+		limit = s.firstBatch()
 		if wait <= 0 {
 			continue
 		}
@@ -147,10 +154,14 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	return nil
 }
 
+// firstBatch is the limit of the first pass after a wait: an eighth of
+// BatchSize.
+func (s *Scheduler) firstBatch() int { return max(1, s.cfg.BatchSize/8) }
+
 // pass runs one pass for Start, reports it, and wakes the helpers if it
 // claimed a full batch.
-func (s *Scheduler) pass(ctx context.Context) (TickResult, error) {
-	res, err := s.RunOnce(ctx)
+func (s *Scheduler) pass(ctx context.Context, limit int) (TickResult, error) {
+	res, err := s.runOnce(ctx, limit)
 	if ctx.Err() != nil {
 		return res, err
 	}
@@ -160,7 +171,7 @@ func (s *Scheduler) pass(ctx context.Context) (TickResult, error) {
 	if s.cfg.TickedFunc != nil {
 		s.cfg.TickedFunc(res, err)
 	}
-	if err == nil && res.Claimed == s.cfg.BatchSize {
+	if err == nil && res.Claimed == limit && limit == s.cfg.BatchSize {
 		for range s.cfg.Loops - 1 {
 			select {
 			case s.more <- struct{}{}:
@@ -181,7 +192,7 @@ func (s *Scheduler) help(ctx context.Context) {
 		case <-s.more:
 		}
 		for ctx.Err() == nil {
-			res, err := s.pass(ctx)
+			res, err := s.pass(ctx, s.cfg.BatchSize)
 			if err != nil || res.Claimed < s.cfg.BatchSize {
 				break
 			}
@@ -194,11 +205,16 @@ func (s *Scheduler) help(ctx context.Context) {
 // writes them and pushes their jobs before the transaction commits (a push
 // that fails rolls the pass back). Its lifecycle events commit with it.
 func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
+	return s.runOnce(ctx, s.cfg.BatchSize)
+}
+
+// runOnce is RunOnce claiming up to limit models.
+func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) {
 	var res TickResult
 	var c *changes
 	defer func() { putChanges(c) }()
 	now := s.cfg.Clock.Now()
-	claimed, err := s.cfg.Store.ClaimDue(ctx, now, s.cfg.BatchSize, func(due []Model) (Batch, error) {
+	claimed, err := s.cfg.Store.ClaimDue(ctx, now, limit, func(due []Model) (Batch, error) {
 		putChanges(c)
 		c = getChanges(len(due))
 		res = TickResult{}
