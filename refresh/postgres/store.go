@@ -113,15 +113,21 @@ type modelRow struct {
 	attemptUID, lastErrorKind, lastErrorMessage                   pgtype.Text
 	disabledReason, statusMessage                                 pgtype.Text
 	paused                                                        bool
+	tid                                                           pgtype.TID
 	dest                                                          []any
 }
 
-func newModelRow() *modelRow {
+// newModelRow returns a destination for rows of modelColumns, preceded by
+// the row's ctid if withTID.
+func newModelRow(withTID bool) *modelRow {
 	r := &modelRow{}
-	r.dest = []any{&r.id, &r.queue, &r.payload, &r.policy, &r.createdAt, &r.refreshAt, &r.deadlineAt,
+	if withTID {
+		r.dest = append(r.dest, &r.tid)
+	}
+	r.dest = append(r.dest, &r.id, &r.queue, &r.payload, &r.policy, &r.createdAt, &r.refreshAt, &r.deadlineAt,
 		&r.attemptNo, &r.attemptUID, &r.startedAt, &r.consecutiveFailures, &r.failingSince,
 		&r.lastSuccessAt, &r.lastErrorKind, &r.lastErrorMessage, &r.lastErrorAt,
-		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage}
+		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage)
 	return r
 }
 
@@ -176,7 +182,7 @@ func fromTimestamptz(t pgtype.Timestamptz) time.Time {
 func collectModels(rows pgx.Rows, size int, policies *policyCache) ([]refresh.Model, error) {
 	defer rows.Close()
 	out := make([]refresh.Model, 0, min(size, 1024))
-	row := newModelRow()
+	row := newModelRow(false)
 	for rows.Next() {
 		m, err := row.scan(rows, policies)
 		if err != nil {
@@ -185,6 +191,32 @@ func collectModels(rows pgx.Rows, size int, policies *policyCache) ([]refresh.Mo
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// lockedModels are the models a transaction holds, with their rows' ctids,
+// which stay theirs while it holds them: its update finds the rows by ctid
+// rather than through the primary key's index.
+type lockedModels struct {
+	models []refresh.Model
+	tids   []pgtype.TID
+}
+
+// collectLocked reads every row of rows of ctid and modelColumns; size is
+// the number of rows expected at most.
+func collectLocked(rows pgx.Rows, size int, policies *policyCache) (lockedModels, error) {
+	defer rows.Close()
+	n := min(size, 1024)
+	l := lockedModels{models: make([]refresh.Model, 0, n), tids: make([]pgtype.TID, 0, n)}
+	row := newModelRow(true)
+	for rows.Next() {
+		m, err := row.scan(rows, policies)
+		if err != nil {
+			return lockedModels{}, err
+		}
+		l.models = append(l.models, m)
+		l.tids = append(l.tids, row.tid)
+	}
+	return l, rows.Err()
 }
 
 func nullTime(t time.Time) *time.Time {
@@ -365,7 +397,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
-	rows, err := tx.Query(ctx, `SELECT `+modelColumns+` FROM models
+	rows, err := tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
 		WHERE refresh_at <= $1 AND (NOT paused OR attempt_uid IS NOT NULL)
 		ORDER BY refresh_at, id
 		LIMIT $2
@@ -373,10 +405,11 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
-	due, err := collectModels(rows, limit, &s.policies)
+	locked, err := collectLocked(rows, limit, &s.policies)
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
+	due := locked.models
 	if len(due) == 0 {
 		return 0, nil
 	}
@@ -384,7 +417,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return len(due), err
 	}
-	if err := write(ctx, tx, due, b); err != nil {
+	if err := write(ctx, tx, locked, b); err != nil {
 		return len(due), storeError("claim due models", err)
 	}
 	if b.BeforeCommitFunc != nil {
@@ -441,7 +474,7 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
-	var found []refresh.Model
+	var locked lockedModels
 	var busy []string
 	if len(ids) > 0 {
 		// Locking in id order keeps two Modify calls from deadlocking.
@@ -449,25 +482,25 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 		if skipLocked {
 			lock = `FOR UPDATE SKIP LOCKED`
 		}
-		rows, err := tx.Query(ctx, `SELECT `+modelColumns+` FROM models
+		rows, err := tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
 			WHERE id = ANY($1) ORDER BY id `+lock, ids)
 		if err != nil {
 			return storeError("modify models", err)
 		}
-		if found, err = collectModels(rows, len(ids), &s.policies); err != nil {
+		if locked, err = collectLocked(rows, len(ids), &s.policies); err != nil {
 			return storeError("modify models", err)
 		}
-		if skipLocked && len(found) < len(ids) {
-			if busy, err = s.existing(ctx, tx, ids, found); err != nil {
+		if skipLocked && len(locked.models) < len(ids) {
+			if busy, err = s.existing(ctx, tx, ids, locked.models); err != nil {
 				return storeError("modify models", err)
 			}
 		}
 	}
-	b, err := fn(found, busy)
+	b, err := fn(locked.models, busy)
 	if err != nil {
 		return err
 	}
-	if err := write(ctx, tx, found, b); err != nil {
+	if err := write(ctx, tx, locked, b); err != nil {
 		if errors.Is(err, errCreated) {
 			return err
 		}

@@ -74,12 +74,13 @@ var columnSQL = [numColumns]struct {
 var updateStatements sync.Map // uint32 -> string
 
 // updateStatement returns the UPDATE that sets the columns of mask (and
-// updated_at) from the arrays of updateArrays.args.
+// updated_at) of the rows held by the transaction, from the arrays of
+// updateArrays.args.
 func updateStatement(mask uint32) string {
 	if s, ok := updateStatements.Load(mask); ok {
 		return s.(string)
 	}
-	args, names, sets := []string{"$1::text[]"}, []string{"id"}, []string(nil)
+	args, names, sets := []string{"$1::tid[]", "$2::text[]"}, []string{"tid", "id"}, []string(nil)
 	for c := range numColumns {
 		if mask&(1<<c) == 0 {
 			continue
@@ -92,9 +93,11 @@ func updateStatement(mask uint32) string {
 		sets = append(sets, sql.set...)
 	}
 	sets = append(sets, "updated_at = now()")
+	// The rows are found by ctid (the transaction holds them, so it is
+	// theirs); the id is checked too.
 	s := "UPDATE models AS m SET " + strings.Join(sets, ", ") +
 		" FROM unnest(" + strings.Join(args, ", ") + ") AS u(" + strings.Join(names, ", ") + ")" +
-		" WHERE m.id = u.id"
+		" WHERE m.ctid = u.tid AND m.id = u.id"
 	updateStatements.Store(mask, s)
 	return s
 }
@@ -141,6 +144,7 @@ func sameLastError(a, b *refresh.LastError) bool {
 // column, the shape that updateStatement reads.
 type updateArrays struct {
 	mask                                           uint32
+	tid                                            []pgtype.TID
 	id, queue                                      []string
 	payload, policy                                []pgtype.Text
 	createdAt                                      []time.Time
@@ -267,7 +271,7 @@ func (a *updateArrays) add(m *refresh.Model) error {
 
 // args returns the arrays in the order of updateStatement's parameters.
 func (a *updateArrays) args() []any {
-	out := []any{a.id}
+	out := []any{a.tid, a.id}
 	for c := range numColumns {
 		if a.mask&(1<<c) == 0 {
 			continue

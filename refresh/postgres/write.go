@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -178,7 +179,8 @@ func dueAt(m refresh.Model) time.Time {
 // is the model's own, and History shows it from there until its end writes
 // the row, in the same transaction as the model change that ends it. Any
 // other start inserts its row.
-func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh.Batch) error {
+func write(ctx context.Context, tx pgx.Tx, held lockedModels, batch refresh.Batch) error {
+	locked := held.models
 	changes := batch.Changes
 	if len(changes) == 0 && len(batch.Events) == 0 {
 		return nil
@@ -200,6 +202,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 	var starts, ends attemptArrays
 	var deletes []string
 	var updated []*refresh.Model
+	var updatedTIDs []pgtype.TID
 	var mask uint32 // the columns the updates change
 	notify := false
 	for i := range changes {
@@ -231,6 +234,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 			old = locked[j]
 			mask |= changedColumns(&locked[j], &c.Model)
 			updated = append(updated, &c.Model)
+			updatedTIDs = append(updatedTIDs, held.tids[j])
 		} else if err := inserts.add(c.Model); err != nil {
 			return err
 		}
@@ -241,6 +245,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 	var updates *updateArrays
 	if len(updated) > 0 {
 		updates = newUpdateArrays(mask, len(updated))
+		updates.tid = updatedTIDs
 		for _, m := range updated {
 			if err := updates.add(m); err != nil {
 				return err
