@@ -86,6 +86,9 @@ type ConsumeResult struct {
 	Deferred int
 	// DeadLettered counts outcomes set aside because the store refused them.
 	DeadLettered int
+	// Due counts the applied outcomes that left their model due at once
+	// (a retry without delay): the scheduler has work.
+	Due int
 }
 
 // NewConsumer returns a consumer, or an error if cfg lacks a required part.
@@ -193,8 +196,9 @@ func (c *Consumer) runOnce(ctx context.Context, block time.Duration) (ConsumeRes
 // each half on its own, down to the single outcome at fault, which it sets
 // aside as a dead letter.
 func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string]bool, events *[]Event, res *ConsumeResult) ([]Outcome, error) {
-	written, keep, err := c.write(ctx, outs, blocked)
+	written, keep, due, err := c.write(ctx, outs, blocked)
 	if err == nil {
+		res.Due += due
 		*events = append(*events, written.Events...)
 		for _, e := range written.Events {
 			if e.Type == EventStale {
@@ -233,10 +237,10 @@ func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string
 }
 
 // write applies outs in one store transaction and returns what it wrote
-// (for putChanges) and the outcomes, in order, of the models another
-// transaction holds or that are blocked; it adds the models of the outcomes
-// it keeps to blocked.
-func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (*changes, []Outcome, error) {
+// (for putChanges), the outcomes, in order, of the models another
+// transaction holds or that are blocked, and how many models it left due;
+// it adds the models of the outcomes it keeps to blocked.
+func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (*changes, []Outcome, int, error) {
 	ids := make([]string, 0, len(outs))
 	seen := make(map[string]bool, len(outs))
 	for _, o := range outs {
@@ -247,9 +251,10 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 	}
 	var ch *changes
 	var keep []Outcome
+	due := 0
 	err := c.cfg.Store.TryModify(ctx, ids, func(found []Model, busy []string) (Batch, error) {
 		putChanges(ch)
-		ch, keep = getChanges(len(outs)), nil
+		ch, keep, due = getChanges(len(outs)), nil, 0
 		now := c.cfg.Clock.Now()
 		// The models as the outcomes change them, one after the other;
 		// found stays as it was read.
@@ -275,6 +280,9 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 			}
 			after, d := ApplyOutcome(models[i], o, now)
 			ch.add(models[i], after, d, now)
+			if d.Event != EventStale && !models[i].CanStart(now) && after.CanStart(now) {
+				due++
+			}
 			models[i] = after
 		}
 		return ch.Batch, nil
@@ -284,5 +292,5 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 			blocked[o.ModelID] = true
 		}
 	}
-	return ch, keep, err
+	return ch, keep, due, err
 }

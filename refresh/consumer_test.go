@@ -191,3 +191,26 @@ func TestConsumerWakeRetriesLockedModels(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// A pass counts the outcomes that leave their model due at once, for
+// whoever wakes the scheduler.
+func TestConsumerCountsDue(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.put(t, "retry", `{"timeout": "10m", "retry": {"delays": ["0s"]}}`, true)
+	b.put(t, "later", `{"timeout": "10m", "retry": {"delays": ["1m"]}}`, true)
+	b.put(t, "ok", `{"timeout": "10m"}`, true)
+	_, err := b.scheduler(t, refresh.SchedulerConfig{}).RunOnce(ctx)
+	require.NoError(t, err)
+	jobs := map[string]refresh.Job{}
+	for _, j := range b.queue.Take("q", 10) {
+		jobs[j.ModelID] = j
+	}
+	for _, id := range []string{"retry", "later"} {
+		b.queue.Deliver(refresh.Outcome{ModelID: id, AttemptUID: jobs[id].AttemptUID, Type: refresh.OutcomeFailure, Kind: "boom"})
+	}
+	b.queue.Deliver(refresh.Outcome{ModelID: "ok", AttemptUID: jobs["ok"].AttemptUID, Type: refresh.OutcomeSuccess})
+	r, err := b.consumer(t, b.store).RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 3, Applied: 3, Due: 1}, r)
+}

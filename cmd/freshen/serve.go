@@ -453,8 +453,8 @@ func (m *Main) Run(ctx context.Context) error {
 		Store: store, Outcomes: m.queue, Clock: clock, BatchSize: c.BatchSize,
 		Logger: log, Metrics: metrics, EventsFunc: publisher.Wake,
 		AppliedFunc: func(res refresh.ConsumeResult, err error) {
-			if res.Applied > 0 {
-				scheduler.Wake() // a retry may be due at once
+			if res.Due > 0 {
+				scheduler.Wake() // a retry is due at once
 			}
 			if m.AppliedFunc != nil {
 				m.AppliedFunc(res, err)
