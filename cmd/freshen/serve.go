@@ -162,7 +162,7 @@ func NewMain(logOut io.Writer) *Main {
 			RedisPrefix:     queue.DefaultPrefix,
 			BatchSize:       1000,
 			ClaimLoops:      1,
-			GCMinHeapMiB:    32,
+			GCMinHeapMiB:    28,
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
