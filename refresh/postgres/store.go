@@ -391,13 +391,11 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if limit <= 0 {
 		return 0, nil
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, storeError("claim due models", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-
-	rows, err := tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
+	var locked lockedModels
+	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) (err error) {
+		locked, err = collectLocked(rows, limit, &s.policies)
+		return err
+	}, `SELECT ctid, `+modelColumns+` FROM models
 		WHERE refresh_at <= $1 AND (NOT paused OR attempt_uid IS NOT NULL)
 		ORDER BY refresh_at, id
 		LIMIT $2
@@ -405,10 +403,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
-	locked, err := collectLocked(rows, limit, &s.policies)
-	if err != nil {
-		return 0, storeError("claim due models", err)
-	}
+	defer tx.rollback() // a no-op after the commit
 	due := locked.models
 	if len(due) == 0 {
 		return 0, nil
@@ -417,6 +412,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return len(due), err
 	}
+	// Without BeforeCommitFunc the commit goes with the writes.
 	if err := write(ctx, tx, locked, b); err != nil {
 		return len(due), storeError("claim due models", err)
 	}
@@ -425,8 +421,8 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 			return len(due), err
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return len(due), storeError("claim due models: commit", err)
+	if err := tx.commit(ctx); err != nil {
+		return len(due), storeError("claim due models", err)
 	}
 	return len(due), nil
 }
@@ -468,32 +464,25 @@ func (s *Store) modifyRetry(ctx context.Context, ids []string, skipLocked bool, 
 }
 
 func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn func(found []refresh.Model, busy []string) (refresh.Batch, error)) error {
-	tx, err := s.pool.Begin(ctx)
+	// Locking in id order keeps two Modify calls from deadlocking.
+	lock := `FOR UPDATE`
+	if skipLocked {
+		lock = `FOR UPDATE SKIP LOCKED`
+	}
+	var locked lockedModels
+	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) (err error) {
+		locked, err = collectLocked(rows, len(ids), &s.policies)
+		return err
+	}, `SELECT ctid, `+modelColumns+` FROM models WHERE id = ANY($1) ORDER BY id `+lock, ids)
 	if err != nil {
 		return storeError("modify models", err)
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	defer tx.rollback() // a no-op after the commit
 
-	var locked lockedModels
 	var busy []string
-	if len(ids) > 0 {
-		// Locking in id order keeps two Modify calls from deadlocking.
-		lock := `FOR UPDATE`
-		if skipLocked {
-			lock = `FOR UPDATE SKIP LOCKED`
-		}
-		rows, err := tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
-			WHERE id = ANY($1) ORDER BY id `+lock, ids)
-		if err != nil {
+	if skipLocked && len(locked.models) < len(ids) {
+		if busy, err = s.existing(ctx, tx, ids, locked.models); err != nil {
 			return storeError("modify models", err)
-		}
-		if locked, err = collectLocked(rows, len(ids), &s.policies); err != nil {
-			return storeError("modify models", err)
-		}
-		if skipLocked && len(locked.models) < len(ids) {
-			if busy, err = s.existing(ctx, tx, ids, locked.models); err != nil {
-				return storeError("modify models", err)
-			}
 		}
 	}
 	b, err := fn(locked.models, busy)
@@ -511,8 +500,8 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 			return err
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return storeError("modify models: commit", err)
+	if err := tx.commit(ctx); err != nil {
+		return storeError("modify models", err)
 	}
 	return nil
 }
@@ -520,7 +509,7 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 // existing returns the ids among ids, other than those of found, that name
 // a model: read without locking, they are the ones another transaction
 // holds.
-func (s *Store) existing(ctx context.Context, tx pgx.Tx, ids []string, found []refresh.Model) ([]string, error) {
+func (s *Store) existing(ctx context.Context, tx conn, ids []string, found []refresh.Model) ([]string, error) {
 	have := make(map[string]bool, len(found))
 	for _, m := range found {
 		have[m.ID] = true
@@ -538,48 +527,56 @@ func (s *Store) existing(ctx context.Context, tx pgx.Tx, ids []string, found []r
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// TakeEvents passes the events of the oldest outbox rows, about limit of
-// them (at least one row's), to fn and deletes those rows if fn returns
-// nil, in one transaction. A transaction-scoped advisory lock lets one
-// caller at a time take events; the others get refresh.ErrBusy.
-func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) error) (int, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, storeError("take events", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+// eventBytes is about the length of an event's JSON in the outbox.
+const eventBytes = 200
 
-	var mine bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.freshen_outbox'))`).Scan(&mine); err != nil {
-		return 0, storeError("take events", err)
-	}
-	if !mine {
-		return 0, refresh.ErrBusy
-	}
-	rows, err := tx.Query(ctx, `SELECT id, events FROM outbox ORDER BY id LIMIT 1000`)
-	if err != nil {
-		return 0, storeError("take events", err)
-	}
+// TakeEvents passes the events of the oldest outbox rows, about limit of
+// them (at least one row's, the rows read up to about limit events' worth
+// of text), to fn and deletes those rows if fn returns nil, in one
+// transaction. A transaction-scoped advisory lock lets one caller at a time
+// take events; the others get refresh.ErrBusy.
+func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) error) (int, error) {
+	// One round trip takes the lock and, if it is ours, reads the rows;
+	// another deletes them and commits.
+	mine := false
 	var ids []int64
 	var events []refresh.Event
-	for rows.Next() && len(events) < limit {
-		var id int64
-		var text []byte
-		if err := rows.Scan(&id, &text); err != nil {
-			rows.Close()
-			return 0, storeError("take events", err)
+	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id *int64
+			var text []byte
+			if err := rows.Scan(&mine, &id, &text); err != nil {
+				return err
+			}
+			if id == nil {
+				continue
+			}
+			events = slices.Grow(events, len(text)/(eventBytes-20))
+			var err error
+			if events, err = parseEvents(text, events); err != nil {
+				return fmt.Errorf("outbox row %d: %w", *id, err)
+			}
+			ids = append(ids, *id)
 		}
-		// An event takes about 200 bytes of text.
-		events = slices.Grow(events, len(text)/180)
-		if events, err = parseEvents(text, events); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("take events: outbox row %d: %w", id, err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	}, `WITH lock AS (
+			SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.freshen_outbox')) AS mine
+		)
+		SELECT lock.mine, o.id, o.events FROM lock
+		LEFT JOIN LATERAL (
+			SELECT id, events FROM (
+				SELECT id, events, sum(octet_length(events)) OVER (ORDER BY id) - octet_length(events) AS before
+				FROM outbox WHERE lock.mine ORDER BY id LIMIT 1000
+			) r WHERE before < $1
+		) o ON true
+		ORDER BY o.id`, eventBytes*limit)
+	if err != nil {
 		return 0, storeError("take events", err)
+	}
+	defer tx.rollback() // a no-op after the commit
+	if !mine {
+		return 0, refresh.ErrBusy
 	}
 	if len(ids) == 0 {
 		return 0, nil
@@ -587,11 +584,20 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 	if err := fn(events); err != nil {
 		return 0, err
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = ANY($1)`, ids); err != nil {
-		return 0, storeError("take events", err)
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM outbox WHERE id = ANY($1)`, ids)
+	b.Queue("COMMIT")
+	res := tx.SendBatch(ctx, b)
+	_, err = res.Exec()
+	if err == nil {
+		_, err = res.Exec()
+		tx.ended = true
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, storeError("take events: commit", err)
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, storeError("take events", err)
 	}
 	return len(events), nil
 }

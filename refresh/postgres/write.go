@@ -165,8 +165,9 @@ func dueAt(m refresh.Model) time.Time {
 	return m.RefreshAt
 }
 
-// write stores batch b in tx with at most eight statements sent in one
-// round trip. locked are the models the transaction holds: a change to one
+// write stores batch b in t with at most eight statements sent in one
+// round trip, followed, when the batch has no BeforeCommitFunc, by the
+// COMMIT. locked are the models the transaction holds: a change to one
 // of them updates it (or deletes it, with its history), any other change
 // creates its model (errCreated if it exists by then). When several
 // changes name the same model, or several attempts the same uid, the last
@@ -179,10 +180,16 @@ func dueAt(m refresh.Model) time.Time {
 // is the model's own, and History shows it from there until its end writes
 // the row, in the same transaction as the model change that ends it. Any
 // other start inserts its row.
-func write(ctx context.Context, tx pgx.Tx, held lockedModels, batch refresh.Batch) error {
+func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) error {
 	locked := held.models
 	changes := batch.Changes
+	// Without a hook to call before the commit, the commit goes with the
+	// writes.
+	commit := batch.BeforeCommitFunc == nil
 	if len(changes) == 0 && len(batch.Events) == 0 {
+		if commit {
+			return t.commit(ctx)
+		}
 		return nil
 	}
 	before := make(map[string]int, len(locked)) // id -> index in locked
@@ -283,7 +290,10 @@ func write(ctx context.Context, tx pgx.Tx, held lockedModels, batch refresh.Batc
 	if notify {
 		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
 	}
-	res := tx.SendBatch(ctx, b)
+	if commit {
+		b.Queue("COMMIT")
+	}
+	res := t.SendBatch(ctx, b)
 	err := func() error {
 		if len(deletes) > 0 {
 			if _, err := res.Exec(); err != nil {
@@ -325,6 +335,14 @@ func write(ctx context.Context, tx pgx.Tx, held lockedModels, batch refresh.Batc
 		if notify {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("notify: %w", err)
+			}
+		}
+		if commit {
+			// Ended either way: a COMMIT that fails rolls back.
+			_, err := res.Exec()
+			t.ended = true
+			if err != nil {
+				return fmt.Errorf("commit: %w", err)
 			}
 		}
 		return nil
