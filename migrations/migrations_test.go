@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/tern/v2/migrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/freshen-dev/freshen/migrations"
@@ -86,7 +87,7 @@ func TestMigrateTwice(t *testing.T) {
 	current, _, err = migrations.Version(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, latest, current)
-	require.Equal(t, []string{"attempts", "models", "outbox", "schema_version"}, tables(t, conn))
+	require.Equal(t, []string{"attempt_history", "attempts", "models", "outbox", "schema_version"}, tables(t, conn))
 
 	// The search_path survives tern's RESET ALL: the tables are in the
 	// test's schema, and the session still sees them.
@@ -144,4 +145,56 @@ func TestPartialIndexServesDueQuery(t *testing.T) {
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Contains(t, strings.Join(lines, "\n"), "Index Scan using models_due")
+}
+
+// Going back below version 4 writes the rows an earlier version expects:
+// one for each running attempt, and none for a deleted model; the foreign
+// key is back.
+func TestAttemptsAtEndDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	_, err := conn.Exec(ctx, `
+		INSERT INTO models (id, created_at, attempt_no, attempt_uid, started_at, deadline_at)
+		VALUES ('running', now(), 2, 'u2', now(), now() + interval '1 hour'), ('idle', now(), 0, NULL, NULL, NULL);
+		INSERT INTO attempts (uid, model_id, attempt_no, started_at, finished_at, outcome)
+		VALUES ('u1', 'running', 1, now() - interval '1 hour', now(), 'failure'),
+			('gone', 'deleted', 1, now(), now(), 'success')`)
+	require.NoError(t, err)
+
+	var schema string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
+	m, err := migrate.NewMigrator(ctx, conn, pgx.Identifier{schema, "schema_version"}.Sanitize())
+	require.NoError(t, err)
+	require.NoError(t, m.LoadMigrations(os.DirFS(".")))
+	require.NoError(t, m.MigrateTo(ctx, 3))
+
+	rows, err := conn.Query(ctx, `SELECT uid || ':' || model_id || ':' || attempt_no || ':' || coalesce(outcome, 'running')
+		FROM attempts ORDER BY uid`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"u1:running:1:failure", "u2:running:2:running"}, got)
+	_, err = conn.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at) VALUES ('x', 'nope', 1, now())`)
+	require.ErrorContains(t, err, "attempts_model_id_fkey")
+
+	require.NoError(t, migrations.Migrate(ctx, conn))
+}
+
+// The outbox compresses its events with lz4 if the server supports it,
+// else with the default.
+func TestOutboxCompression(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	want := "l"
+	if _, err := conn.Exec(ctx, `SET default_toast_compression = lz4`); err != nil {
+		want = "" // the column keeps the default
+	}
+	var method string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT attcompression::text FROM pg_attribute
+		WHERE attrelid = 'outbox'::regclass AND attname = 'events'`).Scan(&method))
+	require.Equal(t, want, method)
 }

@@ -84,3 +84,39 @@ func BenchmarkPush(b *testing.B) {
 		b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "msgs/s")
 	})
 }
+
+// BenchmarkWorker measures a worker with a no-op handler and 256 handlers
+// taking, running and answering batches of 1000 jobs; one op is one batch.
+func BenchmarkWorker(b *testing.B) {
+	benchBackends(b, func(b *testing.B, be backend) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w, err := NewWorker(be.client, WorkerOptions{Prefix: be.prefix, Queue: testQueue, Concurrency: 256, Logger: quiet},
+			func(context.Context, Job) error { return nil })
+		require.NoError(b, err)
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		sched := be.newRedis(b, "bench", refresh.SystemClock{})
+		jobs := make([]refresh.Job, benchBatch)
+		for i := range jobs {
+			jobs[i] = refresh.Job{ModelID: fmt.Sprintf("model-%06d", i), AttemptUID: fmt.Sprintf("d0v1q2k3m4n5p6r7s8t%05d", i),
+				AttemptNo: 1, Queue: testQueue, Payload: []byte(`{"input_url": "https://example.com/a.csv"}`),
+				StartedAt: time.Now(), DeadlineAt: time.Now().Add(time.Hour)}
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			require.NoError(b, sched.Push(ctx, jobs))
+			for got := 0; got < benchBatch; {
+				outs, err := sched.Receive(ctx, benchBatch-got, time.Second)
+				require.NoError(b, err)
+				got += len(outs)
+			}
+			require.NoError(b, sched.Ack(ctx, nil))
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(b.N*benchBatch)/b.Elapsed().Seconds(), "jobs/s")
+		cancel()
+		require.NoError(b, <-done)
+	})
+}

@@ -156,11 +156,16 @@ func (r *Redis) Push(ctx context.Context, jobs []refresh.Job) error {
 	}
 	var order []string // the keys, in the order of their first job
 	byKey := make(map[string][]any)
-	for _, j := range jobs {
-		b, err := json.Marshal(j)
-		if err != nil {
+	// One buffer holds all the messages; each is a slice of it.
+	buf := make([]byte, 0, 256*len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
+		start := len(buf)
+		var err error
+		if buf, err = appendJob(buf, j); err != nil {
 			return fmt.Errorf("encode job of model %s: %w", j.ModelID, err)
 		}
+		b := buf[start:len(buf):len(buf)]
 		k := r.keys.jobsKey(j.Queue)
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
@@ -186,9 +191,9 @@ func (r *Redis) Push(ctx context.Context, jobs []refresh.Job) error {
 
 // Publish adds events to the events stream, in one pipeline, trimming it
 // to about EventsMaxLen entries. Each entry has the fields type (the
-// lifecycle name), model_id and event (the JSON of the refresh.Event); a
-// failure or timeout adds two entries, failed and then retry_scheduled or
-// disabled.
+// lifecycle name), model_id and event (the JSON of the refresh.Event: its
+// Raw if set, else json.Marshal's); a failure or timeout adds two entries,
+// failed and then retry_scheduled or disabled.
 func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -196,16 +201,19 @@ func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 	pipe := r.client.Pipeline()
 	n := 0
 	for _, e := range events {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("encode event of model %s: %w", e.ModelID, err)
+		b := []byte(e.Raw)
+		if len(b) == 0 {
+			var err error
+			if b, err = json.Marshal(e); err != nil {
+				return fmt.Errorf("encode event of model %s: %w", e.ModelID, err)
+			}
 		}
 		for _, typ := range lifecycle(e) {
 			pipe.XAdd(ctx, &redis.XAddArgs{
 				Stream: r.keys.eventsKey(),
 				MaxLen: r.opt.EventsMaxLen,
 				Approx: true,
-				Values: []any{"type", typ, "model_id", e.ModelID, "event", string(b)},
+				Values: []any{"type", typ, "model_id", e.ModelID, "event", b},
 			})
 			n++
 		}

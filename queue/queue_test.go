@@ -354,6 +354,15 @@ func TestPublish(t *testing.T) {
 		require.Equal(t, events[2], got)
 		require.Equal(t, "m1", entries[4].Values["model_id"])
 		require.EqualValues(t, 6, r.Stats().Published)
+
+		// An event read back from a store carries its JSON: it is sent as
+		// it is (here with spaces json.Marshal would not write).
+		raw := `{"at": "2026-03-02T06:00:00Z", "model_id": "m3", "event": "success", "attempt_no": 1, "disabled": false}`
+		require.NoError(t, r.Publish(ctx, []refresh.Event{{At: t0, ModelID: "m3", Type: refresh.EventSuccess, AttemptNo: 1, Raw: json.RawMessage(raw)}}))
+		entries, err = b.client.XRange(ctx, b.keys.eventsKey(), "-", "+").Result()
+		require.NoError(t, err)
+		last := entries[len(entries)-1].Values
+		require.Equal(t, map[string]any{"type": "succeeded", "model_id": "m3", "event": raw}, last)
 	})
 }
 

@@ -8,20 +8,30 @@ import (
 
 // moveScript registers the caller as alive and moves up to ARGV[1] messages
 // from the right (oldest) end of KEYS[1] to the left of KEYS[2], returning
-// them oldest first.
+// them oldest first: what LMOVE RIGHT LEFT one message at a time does, in
+// three commands.
 //
 //	KEYS: source list, destination list, heartbeat sorted set
 //	ARGV: max, now (Unix ms), member
 var moveScript = redis.NewScript(`
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
-local out = {}
-for i = 1, tonumber(ARGV[1]) do
-  local v = redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT')
-  if not v then break end
-  out[i] = v
-end
-return out
+` + moveLua + `
 `)
+
+// moveLua moves up to ARGV[1] messages from the right (oldest) end of
+// KEYS[1] to the left of KEYS[2], as LMOVE RIGHT LEFT repeated would, and
+// returns them oldest first.
+const moveLua = `
+local n = tonumber(ARGV[1])
+local v = redis.call('LRANGE', KEYS[1], -n, -1)
+if #v == 0 then return {} end
+redis.call('LTRIM', KEYS[1], 0, -#v - 1)
+local out = {}
+for i = #v, 1, -1 do out[#out + 1] = v[i] end
+for i = 1, #out, 1000 do
+  redis.call('LPUSH', KEYS[2], unpack(out, i, math.min(i + 999, #out)))
+end
+return out`
 
 // requeueScript gives back everything a consumer (or worker) took and did
 // not finish: it moves the whole of KEYS[1] to the right end of KEYS[2],
@@ -148,3 +158,10 @@ return n
 func setAside(ctx context.Context, c redis.Scripter, taken, dead string, pairs []any) (int, error) {
 	return deadScript.Run(ctx, c, []string{taken, dead}, pairs...).Int()
 }
+
+// takeScript moves up to ARGV[1] messages from the right (oldest) end of
+// KEYS[1] to the left of KEYS[2] and returns them, oldest first.
+//
+//	KEYS: source list, taken list
+//	ARGV: max
+var takeScript = redis.NewScript(moveLua)

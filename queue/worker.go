@@ -38,9 +38,12 @@ type WorkerOptions struct {
 	// to 200 letters, digits or ._@- starting with a letter or digit (no
 	// colon, which would make keys ambiguous).
 	Queue string
-	// Concurrency is how many jobs run at once (default 1). Each running
-	// taker holds a client connection while it waits for a job, so the
-	// client's PoolSize must exceed Concurrency.
+	// Concurrency is how many jobs run at once (default 1). Jobs are taken
+	// in batches of up to as many as there are idle handlers, by at most
+	// two loops, each of which holds a client connection while it waits
+	// for a job; with the acknowledgements, the heartbeat and the
+	// revocation checks the worker uses at most six connections at once,
+	// besides those of handlers posting a status.
 	Concurrency int
 	// ID names the worker among the workers of its queue, with the same
 	// rule as Queue (default: host name, process id and a random suffix).
@@ -124,7 +127,7 @@ func (j Job) Status(ctx context.Context, message string) error {
 	if j.w == nil {
 		return errors.New("queue: status: job not taken by a worker")
 	}
-	return j.w.post(ctx, refresh.Outcome{
+	return j.w.postOne(ctx, refresh.Outcome{
 		ModelID: j.ModelID, AttemptUID: j.AttemptUID, Type: refresh.OutcomeStatus,
 		Message: cleanText(message, j.w.opt.Limits.MaxMessageBytes),
 	})
@@ -137,6 +140,13 @@ func (j Job) Status(ctx context.Context, message string) error {
 // job the worker holds without running it (a reply lost on the way) is
 // given back. A job whose deadline has passed, or whose attempt was
 // revoked, when it is taken is dropped unrun.
+//
+// It works in batches (WIRE.md, "Taking jobs in batches"): a take moves as
+// many jobs as there are idle handlers in one script, their revocations
+// are read in one MGET, and the outcomes of the handlers that returned
+// meanwhile are pushed, and their jobs dropped from the working list, in
+// one script, so that a busy worker sends a few commands per batch rather
+// than several per job.
 type Worker struct {
 	client  redis.UniversalClient
 	opt     WorkerOptions
@@ -147,19 +157,48 @@ type Worker struct {
 	running atomic.Bool
 
 	mu sync.Mutex
-	// active are the jobs taken and not yet finished with, as taken.
+	// active are the jobs taken and not yet finished with, as taken: a
+	// job stays active until its outcome is posted.
 	active map[*task]struct{}
-	// takers counts the takes of each taker: odd while one is under way.
+	// takers counts the takes of each fetch loop: odd while one is under
+	// way.
 	takers []uint64
 	// taken is signalled when a take ends.
 	taken *sync.Cond
 	// reconcile asks the reconciler to look at the working list.
 	reconcile chan struct{}
 
+	// deadlines cancels the handlers whose deadline has come.
+	deadlines *deadlines
+
+	// Set by Run for its duration.
+	// slots holds a value per handler that may start.
+	slots chan struct{}
+	// handlers counts the handlers running.
+	handlers sync.WaitGroup
+	// done carries the jobs finished with to the completer.
+	done chan done
+
 	stats struct {
 		taken, succeeded, failed, expired, revoked, stopped, dead, givenBack, recovered atomic.Int64
 	}
 }
+
+// done is a job finished with: its outcome to push, if any (none for a job
+// dropped unrun), and its task, whose message to drop from the working
+// list.
+type done struct {
+	t       *task
+	outcome []byte
+}
+
+// maxBatch bounds the jobs one take moves and the jobs one
+// acknowledgement drops.
+const maxBatch = 1000
+
+// fetchLoops is how many loops take jobs, at most: while one waits for its
+// reply, the other can take for the handlers that returned meanwhile.
+const fetchLoops = 2
 
 // task is a job taken: the message as taken and, once its handler runs,
 // how to stop it.
@@ -240,8 +279,9 @@ func NewWorker(client redis.UniversalClient, opt WorkerOptions, handler Handler)
 		log:       opt.Logger.With("queue", opt.Queue, "worker", opt.ID),
 		handler:   handler,
 		active:    map[*task]struct{}{},
-		takers:    make([]uint64, opt.Concurrency),
+		takers:    make([]uint64, min(opt.Concurrency, fetchLoops)),
 		reconcile: make(chan struct{}, 1),
+		deadlines: newDeadlines(opt.Clock),
 	}
 	w.taken = sync.NewCond(&w.mu)
 	return w, nil
@@ -250,13 +290,13 @@ func NewWorker(client redis.UniversalClient, opt WorkerOptions, handler Handler)
 // ID returns the worker's id.
 func (w *Worker) ID() string { return w.opt.ID }
 
-// Run takes and runs jobs with Concurrency goroutines until ctx ends. It
+// Run takes and runs jobs, up to Concurrency at once, until ctx ends. It
 // first puts back on the queue the jobs a previous life of this worker (same
 // ID) left unfinished, and those of dead workers. When ctx ends it stops
 // taking jobs, waits for the running handlers (whose ctx shutdown does not
 // cancel: they run to completion, to their deadline or to their
-// revocation), puts back any job it holds unrun, and returns nil. A Worker
-// runs once at a time.
+// revocation), posts their outcomes, puts back any job it holds unrun, and
+// returns nil. A Worker runs once at a time.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("queue: worker is already running")
@@ -274,12 +314,25 @@ func (w *Worker) Run(ctx context.Context) error {
 	loops.Go(func() { w.beatLoop(loopCtx) })
 	loops.Go(func() { w.revokedLoop(loopCtx) })
 	loops.Go(func() { w.reconcileLoop(loopCtx) })
+	loops.Go(func() { w.deadlines.watch(loopCtx) })
 
-	var takers sync.WaitGroup
-	for i := range w.opt.Concurrency {
-		takers.Go(func() { w.take(ctx, i) })
+	w.slots = make(chan struct{}, w.opt.Concurrency)
+	w.release(w.opt.Concurrency)
+	w.done = make(chan done, w.opt.Concurrency)
+	completed := make(chan struct{})
+	go func() {
+		w.complete(context.WithoutCancel(ctx))
+		close(completed)
+	}()
+
+	var fetchers sync.WaitGroup
+	for i := range w.takers {
+		fetchers.Go(func() { w.fetch(ctx, i) })
 	}
-	takers.Wait()
+	fetchers.Wait()
+	w.handlers.Wait()
+	close(w.done)
+	<-completed
 	stopLoops()
 	loops.Wait()
 
@@ -407,6 +460,10 @@ func (w *Worker) reconcileOnce(ctx context.Context) (int, error) {
 	if len(stranded) == 0 {
 		return 0, nil
 	}
+	// Under the lock, so that a job given back is counted before a take
+	// that gets it again can start it.
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	n, err := giveBackScript.Run(ctx, w.client, []string{working, w.keys.jobsKey(w.opt.Queue)}, stranded...).Int()
 	w.stats.givenBack.Add(int64(n))
 	return n, err
@@ -464,48 +521,109 @@ func (w *Worker) checkRevoked(ctx context.Context) error {
 	return nil
 }
 
-// take is taker i: it runs jobs one after the other until ctx ends.
-func (w *Worker) take(ctx context.Context, i int) {
-	jobs, working := w.keys.jobsKey(w.opt.Queue), w.keys.workingKey(w.opt.Queue, w.opt.ID)
-	for ctx.Err() == nil {
-		w.mu.Lock()
-		w.takers[i]++
-		w.mu.Unlock()
-		raw, err := blmove(ctx, w.client, jobs, working, "LEFT", w.opt.Block)
-		w.mu.Lock()
-		var t *task
-		if err == nil {
-			t = &task{raw: raw}
-			w.active[t] = struct{}{}
+// acquire waits until a handler may start and returns how many may (at
+// most maxBatch), having taken their slots; 0 if ctx ended first.
+func (w *Worker) acquire(ctx context.Context) int {
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-w.slots:
+	}
+	n := 1
+	for n < maxBatch {
+		select {
+		case <-w.slots:
+			n++
+		default:
+			return n
 		}
-		w.takers[i]++
-		w.taken.Broadcast()
-		w.mu.Unlock()
-		if errors.Is(err, redis.Nil) {
-			continue
+	}
+	return n
+}
+
+// release frees n handler slots.
+func (w *Worker) release(n int) {
+	for range n {
+		w.slots <- struct{}{}
+	}
+}
+
+// fetch is fetch loop i: whenever handlers are idle, it takes as many jobs
+// and starts them, until ctx ends.
+func (w *Worker) fetch(ctx context.Context, i int) {
+	for {
+		n := w.acquire(ctx)
+		if n == 0 {
+			return
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		tasks, err := w.takeJobs(ctx, i, n)
+		w.release(n - len(tasks))
+		w.stats.taken.Add(int64(len(tasks)))
+		if ctx.Err() != nil {
+			// Taken while shutting down: Run gives them back.
+			for _, t := range tasks {
+				w.finish(t)
 			}
-			// The job may have moved without our hearing of it.
-			w.log.Error("take job", "err", err)
+			w.release(len(tasks))
+			return
+		}
+		w.start(ctx, tasks)
+		if err != nil {
+			// Jobs may have moved without our hearing of it.
+			w.log.Error("take jobs", "err", err)
 			w.requestReconcile()
 			select {
 			case <-ctx.Done():
 				return
 			case <-w.clock.After(w.opt.Block):
 			}
-			continue
 		}
-		w.stats.taken.Add(1)
-		if ctx.Err() != nil {
-			// Taken while shutting down: Run gives it back.
-			w.finish(t)
-			return
-		}
-		w.process(context.WithoutCancel(ctx), t)
 	}
+}
+
+// takeJobs moves up to n jobs to the working list, waiting up to Block for
+// the first, and returns them as active tasks, oldest first.
+// Jobs it returns with an error were taken before the error.
+func (w *Worker) takeJobs(ctx context.Context, i, n int) ([]*task, error) {
+	jobs, working := w.keys.jobsKey(w.opt.Queue), w.keys.workingKey(w.opt.Queue, w.opt.ID)
+	w.mu.Lock()
+	w.takers[i]++
+	w.mu.Unlock()
+	// The first job with BLMOVE, which waits for one; the others, if
+	// there are any at once, with one script.
+	var raws []string
+	raw, err := blmove(ctx, w.client, jobs, working, "LEFT", w.opt.Block)
+	switch {
+	case errors.Is(err, redis.Nil):
+		err = nil
+	case err == nil:
+		raws = append(raws, raw)
+		if n > 1 {
+			var more []string
+			more, err = takeBatch(ctx, w.client, jobs, working, n-1)
+			raws = append(raws, more...)
+		}
+	}
+	w.mu.Lock()
+	tasks := make([]*task, len(raws))
+	for j, raw := range raws {
+		tasks[j] = &task{raw: raw}
+		w.active[tasks[j]] = struct{}{}
+	}
+	w.takers[i]++
+	w.taken.Broadcast()
+	w.mu.Unlock()
+	return tasks, err
+}
+
+// takeBatch moves up to n jobs from the right of jobs to the left of
+// working, atomically, and returns them oldest first.
+func takeBatch(ctx context.Context, c redis.Scripter, jobs, working string, n int) ([]string, error) {
+	raws, err := takeScript.Run(ctx, c, []string{jobs, working}, n).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return raws, err
 }
 
 // finish forgets t.
@@ -515,91 +633,181 @@ func (w *Worker) finish(t *task) {
 	w.mu.Unlock()
 }
 
-// process runs the job t and posts its outcome.
-func (w *Worker) process(ctx context.Context, t *task) {
+// start decides the fate of the tasks taken: a job that cannot be decoded
+// is dead-lettered, one whose deadline has passed or whose attempt was
+// revoked (one MGET for them all) is dropped unrun, and each other one runs
+// in a goroutine of its own. Each holds a handler slot, which it frees.
+func (w *Worker) start(ctx context.Context, tasks []*task) {
+	if len(tasks) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	now := w.clock.Now()
+	run := make([]*task, 0, len(tasks))
+	jobs := make([]refresh.Job, 0, len(tasks))
+	keys := make([]string, 0, len(tasks))
+	for _, t := range tasks {
+		job, reason := decodeJob(t.raw, w.opt.Limits)
+		if reason != "" {
+			w.deadLetter(ctx, t, "job: "+reason)
+			continue
+		}
+		t.uid = job.AttemptUID
+		if !job.DeadlineAt.IsZero() && !now.Before(job.DeadlineAt) {
+			w.stats.expired.Add(1)
+			w.log.Info("dropped job past its deadline", "model_id", job.ModelID, "attempt_uid", job.AttemptUID, "deadline_at", job.DeadlineAt)
+			w.drop(t)
+			continue
+		}
+		run, jobs = append(run, t), append(jobs, job)
+		keys = append(keys, w.keys.revokedKey(job.AttemptUID))
+	}
+	if len(keys) == 0 {
+		return
+	}
+	vals, err := w.client.MGet(ctx, keys...).Result()
+	if err != nil {
+		// Run them: a revocation is seen while they run.
+		w.log.Error("check whether the attempts were revoked", "count", len(keys), "err", err)
+		vals = nil
+	}
+	for i, t := range run {
+		if i < len(vals) {
+			if reason, ok := vals[i].(string); ok {
+				w.stats.revoked.Add(1)
+				w.log.Info("dropped job: attempt revoked", "model_id", jobs[i].ModelID, "attempt_uid", t.uid, "reason", reason)
+				w.drop(t)
+				continue
+			}
+		}
+		w.handlers.Add(1)
+		go w.run(ctx, t, jobs[i])
+	}
+}
+
+// deadLetter sets t aside with reason and frees its slot.
+func (w *Worker) deadLetter(ctx context.Context, t *task, reason string) {
+	defer w.release(1)
 	defer w.finish(t)
 	working := w.keys.workingKey(w.opt.Queue, w.opt.ID)
-	job, reason := decodeJob(t.raw, w.opt.Limits)
-	if reason != "" {
-		reason = "job: " + reason
-		entry := deadEntry(reason, t.raw, w.clock.Now().UTC(), w.opt.Limits)
-		n, err := setAside(ctx, w.client, working, w.keys.deadKey(), []any{t.raw, entry})
-		w.stats.dead.Add(int64(n))
-		w.log.Warn("dead-lettered job", "reason", reason, "message", truncateText(t.raw, 200), "err", err)
-		return
-	}
-	t.uid = job.AttemptUID
-	log := w.log.With("model_id", job.ModelID, "attempt_uid", job.AttemptUID)
-	if !job.DeadlineAt.IsZero() && !w.clock.Now().Before(job.DeadlineAt) {
-		err := w.client.LRem(ctx, working, 1, t.raw).Err()
-		w.stats.expired.Add(1)
-		log.Info("dropped job past its deadline", "deadline_at", job.DeadlineAt, "err", err)
-		return
-	}
-	revoked, err := w.client.Get(ctx, w.keys.revokedKey(job.AttemptUID)).Result()
-	switch {
-	case err == nil:
-		err := w.client.LRem(ctx, working, 1, t.raw).Err()
-		w.stats.revoked.Add(1)
-		log.Info("dropped job: attempt revoked", "reason", revoked, "err", err)
-		return
-	case !errors.Is(err, redis.Nil):
-		// Run it: a revocation is seen while it runs.
-		log.Error("check whether the attempt was revoked", "err", err)
-	}
+	entry := deadEntry(reason, t.raw, w.clock.Now().UTC(), w.opt.Limits)
+	n, err := setAside(ctx, w.client, working, w.keys.deadKey(), []any{t.raw, entry})
+	w.stats.dead.Add(int64(n))
+	w.log.Warn("dead-lettered job", "reason", reason, "message", truncateText(t.raw, 200), "err", err)
+}
 
+// drop has t removed from the working list without an outcome, and frees
+// its slot.
+func (w *Worker) drop(t *task) {
+	w.done <- done{t: t}
+	w.release(1)
+}
+
+// run runs the handler on job, hands its outcome to the completer and
+// frees its slot.
+func (w *Worker) run(ctx context.Context, t *task, job refresh.Job) {
+	defer w.handlers.Done()
 	jctx, cancel := w.jobContext(ctx, job.DeadlineAt)
 	w.mu.Lock()
 	t.cancel = cancel
 	w.mu.Unlock()
-	err = w.call(jctx, job)
+	err := w.call(jctx, job)
 	cancel(context.Canceled)
+	w.mu.Lock()
+	t.cancel = nil // no revocation to look for any more
+	w.mu.Unlock()
 	out := outcomeOf(job, err, w.opt.Limits)
 	if err != nil {
 		w.stats.failed.Add(1)
-		log.Info("job failed", "kind", out.Kind, "err", err)
+		w.log.Info("job failed", "model_id", job.ModelID, "attempt_uid", job.AttemptUID, "kind", out.Kind, "err", err)
 	} else {
 		w.stats.succeeded.Add(1)
 	}
-	b, _ := json.Marshal(out)
+	w.done <- done{t: t, outcome: appendOutcome(nil, &out)}
+	w.release(1)
+}
+
+// complete posts what it receives on w.done until the channel closes: each
+// time, everything that has arrived meanwhile (up to maxBatch jobs) in one
+// transaction.
+func (w *Worker) complete(ctx context.Context) {
+	batch := make([]done, 0, maxBatch)
+	for d := range w.done {
+		batch = append(batch[:0], d)
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case d, ok := <-w.done:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, d)
+			default:
+				break gather
+			}
+		}
+		w.post(ctx, batch)
+	}
+}
+
+// post pushes the outcomes of batch and drops its jobs from the working
+// list, in one transaction (MULTI, LPUSH, LREM..., EXEC), retrying a few
+// times; then it forgets the jobs. A job whose outcome could not be posted
+// stays in the working list: the reconciler gives it back, and it runs
+// again.
+func (w *Worker) post(ctx context.Context, batch []done) {
+	outcomes := make([]any, 0, len(batch))
+	for _, d := range batch {
+		if d.outcome != nil {
+			outcomes = append(outcomes, d.outcome)
+		}
+	}
+	outcomesKey, working := w.keys.outcomesKey(), w.keys.workingKey(w.opt.Queue, w.opt.ID)
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		_, err := w.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.LPush(ctx, w.keys.outcomesKey(), b)
-			p.LRem(ctx, working, 1, t.raw)
+			if len(outcomes) > 0 {
+				p.LPush(ctx, outcomesKey, outcomes...)
+			}
+			for _, d := range batch {
+				// From the right (oldest) end, where jobs done with mostly are.
+				p.LRem(ctx, working, -1, d.t.raw)
+			}
 			return nil
 		})
 		if err == nil {
-			return
+			break
 		}
 		if try == 5 {
-			// The job stays in the working list: the reconciler gives it
-			// back, and it runs again.
-			log.Error("post outcome: giving up", "err", err)
-			return
+			w.log.Error("post outcomes: giving up", "count", len(batch), "err", err)
+			w.requestReconcile()
+			break
 		}
-		log.Error("post outcome", "err", err, "retry_in", backoff)
+		w.log.Error("post outcomes", "count", len(batch), "err", err, "retry_in", backoff)
 		<-w.clock.After(backoff)
 		backoff *= 2
 	}
+	w.mu.Lock()
+	for _, d := range batch {
+		delete(w.active, d.t)
+	}
+	w.mu.Unlock()
 }
 
 // jobContext returns a context that is cancelled, with cause
 // context.DeadlineExceeded, when the clock reaches deadline, and the
-// function that cancels it with another cause.
+// function that cancels it with another cause, which also forgets the
+// deadline.
 func (w *Worker) jobContext(parent context.Context, deadline time.Time) (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	if !deadline.IsZero() {
-		fired := w.clock.After(deadline.Sub(w.clock.Now()))
-		go func() {
-			select {
-			case <-fired:
-				cancel(context.DeadlineExceeded)
-			case <-ctx.Done():
-			}
-		}()
+	if deadline.IsZero() {
+		return ctx, cancel
 	}
-	return ctx, cancel
+	d := w.deadlines.add(deadline, cancel)
+	return ctx, func(cause error) {
+		w.deadlines.remove(d)
+		cancel(cause)
+	}
 }
 
 // call runs the handler, turning a panic into a failure of kind "panic".
@@ -613,8 +821,8 @@ func (w *Worker) call(ctx context.Context, job refresh.Job) (err error) {
 	return w.handler(ctx, Job{Job: job, w: w})
 }
 
-// post pushes one outcome.
-func (w *Worker) post(ctx context.Context, o refresh.Outcome) error {
+// postOne pushes one outcome.
+func (w *Worker) postOne(ctx context.Context, o refresh.Outcome) error {
 	b, err := json.Marshal(o)
 	if err != nil {
 		return fmt.Errorf("encode outcome: %w", err)

@@ -640,3 +640,138 @@ func (o onCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (o onCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// A busy worker takes as many jobs as it has idle handlers with one BLMOVE,
+// one script and one MGET, and keeps each in its working list until its
+// outcome is pushed.
+func TestWorkerTakesInBatches(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		const n = 10
+		arrived := make(chan string, n)
+		release := make(chan struct{})
+		jobs := make([]refresh.Job, n)
+		clock := refresh.NewVirtualClock(t0)
+		for i := range jobs {
+			jobs[i] = refresh.Job{ModelID: fmt.Sprintf("m%d", i), AttemptUID: fmt.Sprintf("uid-%d", i), Queue: testQueue,
+				StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}
+		}
+		// Pushed before the worker starts, so its first take finds them.
+		sched := b.newRedis(t, "pusher", clock)
+		require.NoError(t, sched.Push(context.Background(), jobs))
+		jobsKey := b.keys.jobsKey(testQueue)
+		cc := countCommands(b.client)
+		takes := &countScripts{key: jobsKey}
+		b.client.AddHook(takes)
+		wb := startWorker(t, b, WorkerOptions{Concurrency: n, Clock: clock}, func(ctx context.Context, job Job) error {
+			arrived <- job.ModelID
+			<-release
+			return nil
+		})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(release) }) })
+		got := map[string]bool{}
+		for range n {
+			got[<-arrived] = true
+		}
+		require.Len(t, got, n)
+		cc.mu.Lock()
+		require.Equal(t, 1, cc.counts["blmove"], "one BLMOVE for the first job")
+		require.Equal(t, 1, cc.counts["mget"], "one MGET for their revocations")
+		cc.mu.Unlock()
+		require.EqualValues(t, 1, takes.n.Load(), "one script for the others")
+		// Running: all held in the working list.
+		working := b.keys.workingKey(testQueue, wb.worker.ID())
+		require.Len(t, b.lrange(t, working), n)
+
+		once.Do(func() { close(release) })
+		outs := wb.receive(t, n)
+		ids := make([]string, len(outs))
+		for i, o := range outs {
+			ids[i] = o.ModelID
+		}
+		require.ElementsMatch(t, []string{"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"}, ids)
+		waitFor(t, func() bool { return len(b.lrange(t, working)) == 0 })
+		require.EqualValues(t, n, wb.worker.Stats().Taken)
+		require.EqualValues(t, n, wb.worker.Stats().Succeeded)
+	})
+}
+
+// An outcome that cannot be pushed leaves its job in the working list, and
+// the job is given back and runs again once pushing works.
+func TestWorkerKeepsJobOfUnpostedOutcome(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		const id = "w1"
+		working := b.keys.workingKey(testQueue, id)
+		failing := &failAcks{working: working}
+		failing.on.Store(true)
+		b.client.AddHook(failing)
+		ran := make(chan string, 10)
+		wb := startWorker(t, b, WorkerOptions{ID: id, Concurrency: 2, Clock: refresh.SystemClock{}}, func(ctx context.Context, job Job) error {
+			ran <- job.ModelID
+			return nil
+		})
+		wb.push(t, wb.job("m1"))
+		require.Equal(t, "m1", <-ran)
+		// Five tries, 100ms to 800ms apart: the job stays held meanwhile.
+		waitFor(t, func() bool { return failing.failed.Load() == 5 })
+		require.Len(t, b.lrange(t, working), 1)
+		failing.on.Store(false)
+		// The reconciler gives it back; it runs again and is answered.
+		require.Equal(t, "m1", <-ran)
+		require.Equal(t, []refresh.Outcome{{ModelID: "m1", AttemptUID: "uid-m1", Type: "success"}}, wb.receive(t, 1))
+		require.EqualValues(t, 1, wb.worker.Stats().GivenBack)
+	})
+}
+
+// failAcks makes the acknowledgements of a worker (the transactions that
+// remove jobs from its working list) fail while on is set.
+type failAcks struct {
+	working string
+	on      atomic.Bool
+	failed  atomic.Int32
+}
+
+func (f *failAcks) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failAcks) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (f *failAcks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if args := cmd.Args(); cmd.Name() == "lrem" && len(args) > 1 && args[1] == f.working && f.on.Load() {
+				f.failed.Add(1)
+				err := errors.New("connection reset by peer")
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// countScripts counts the scripts run with success whose first key is key.
+type countScripts struct {
+	key string
+	n   atomic.Int32
+}
+
+func (c *countScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *countScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") && len(args) > 3 && args[3] == c.key {
+			c.n.Add(1) // a NOSCRIPT answer, which EVAL follows, does not count
+		}
+		return err
+	}
+}
+
+func (c *countScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -1,6 +1,10 @@
 package refresh
 
-import "time"
+import (
+	"slices"
+	"sync"
+	"time"
+)
 
 // NewEvent describes decision d, taken at now, with the state of m after it.
 // The event's time is d.At when set (an outcome's arrival), else now.
@@ -137,6 +141,30 @@ func historyRow(before, after Model, d Decision, now time.Time) *Attempt {
 type changes struct {
 	index map[string]int
 	Batch
+}
+
+// changesPool holds changes a pass is done with, for the next pass: a
+// pass's changes take about a kilobyte a model.
+var changesPool = sync.Pool{New: func() any { return &changes{index: map[string]int{}} }}
+
+// getChanges returns empty changes with room for about n models. Give them
+// back with putChanges once their batch is written and its events used.
+func getChanges(n int) *changes {
+	c := changesPool.Get().(*changes)
+	c.Changes = slices.Grow(c.Changes[:0], n)
+	c.Events = slices.Grow(c.Events[:0], n)
+	c.BeforeCommitFunc = nil
+	return c
+}
+
+// putChanges gives c back for reuse; nothing may use it afterwards.
+func putChanges(c *changes) {
+	if c == nil {
+		return
+	}
+	clear(c.index)
+	c.Changes, c.Events, c.BeforeCommitFunc = c.Changes[:0], c.Events[:0], nil
+	changesPool.Put(c)
 }
 
 // add records the transition of before into after by d at now. A decision

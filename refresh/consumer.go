@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -18,9 +19,10 @@ type ConsumerConfig struct {
 	BatchSize int
 	// Block is how long Receive waits for an outcome in Start (default 1s).
 	Block time.Duration
-	// BusyWait is how long Start waits for new outcomes before it tries
-	// again the outcomes of models another instance holds locked (default
-	// 100ms).
+	// BusyWait is how long Start waits, when all the outcomes it holds
+	// are of models another transaction holds locked, before it looks for
+	// new outcomes and tries them again (default 100ms); Wake ends the wait
+	// at once.
 	BusyWait time.Duration
 	Logger   *slog.Logger
 	Metrics  *Metrics
@@ -64,7 +66,8 @@ func (c *ConsumerConfig) validate() error {
 // set aside as a dead letter; a batch that fails for any other reason (the
 // store is down) is kept whole and retried.
 type Consumer struct {
-	cfg ConsumerConfig
+	cfg  ConsumerConfig
+	wake chan struct{}
 	// held are outcomes received but not applied: of busy models, or of a
 	// batch whose write failed. They come before newer ones.
 	held []Outcome
@@ -83,6 +86,9 @@ type ConsumeResult struct {
 	Deferred int
 	// DeadLettered counts outcomes set aside because the store refused them.
 	DeadLettered int
+	// Due counts the applied outcomes that left their model due at once
+	// (a retry without delay): the scheduler has work.
+	Due int
 }
 
 // NewConsumer returns a consumer, or an error if cfg lacks a required part.
@@ -90,18 +96,30 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg}, nil
+	return &Consumer{cfg: cfg, wake: make(chan struct{}, 1)}, nil
 }
 
-// Start runs passes until ctx ends, waiting up to Block for outcomes (up to
-// BusyWait while outcomes of locked models wait). A failed pass keeps its
-// outcomes and is retried with backoff. It returns nil when ctx ends.
+// Wake makes a Start loop waiting on models locked by another transaction
+// try their outcomes again at once; call it when a transaction that may
+// hold them ends (a scheduler pass commits).
+func (c *Consumer) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs passes until ctx ends, waiting up to Block for outcomes. While
+// it holds outcomes of models locked by another transaction it does not
+// wait on Redis; after a pass that applied nothing it waits up to BusyWait,
+// or until Wake, before the next one. A failed pass keeps its outcomes and
+// is retried with backoff. It returns nil when ctx ends.
 func (c *Consumer) Start(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
 		block := c.cfg.Block
 		if len(c.held) > 0 {
-			block = c.cfg.BusyWait
+			block = 0
 		}
 		res, err := c.runOnce(ctx, block)
 		if c.cfg.AppliedFunc != nil {
@@ -109,6 +127,13 @@ func (c *Consumer) Start(ctx context.Context) error {
 		}
 		if err == nil || ctx.Err() != nil {
 			backoff = 0
+			if len(c.held) > 0 && res.Applied+res.Stale+res.DeadLettered == 0 {
+				select {
+				case <-ctx.Done():
+				case <-c.wake:
+				case <-c.cfg.Clock.After(c.cfg.BusyWait):
+				}
+			}
 			continue
 		}
 		c.cfg.Metrics.Errors.Add(1)
@@ -171,18 +196,21 @@ func (c *Consumer) runOnce(ctx context.Context, block time.Duration) (ConsumeRes
 // each half on its own, down to the single outcome at fault, which it sets
 // aside as a dead letter.
 func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string]bool, events *[]Event, res *ConsumeResult) ([]Outcome, error) {
-	batch, keep, err := c.write(ctx, outs, blocked)
+	written, keep, due, err := c.write(ctx, outs, blocked)
 	if err == nil {
-		*events = append(*events, batch.Events...)
-		for _, e := range batch.Events {
+		res.Due += due
+		*events = append(*events, written.Events...)
+		for _, e := range written.Events {
 			if e.Type == EventStale {
 				res.Stale++
 			} else {
 				res.Applied++
 			}
 		}
+		putChanges(written)
 		return keep, nil
 	}
+	putChanges(written)
 	if ErrorCode(err) != EINVALID {
 		return nil, err
 	}
@@ -208,10 +236,11 @@ func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string
 	return append(k1, k2...), nil
 }
 
-// write applies outs in one store transaction and returns what it wrote and
-// the outcomes, in order, of the models another transaction holds or that
-// are blocked; it adds the models of the outcomes it keeps to blocked.
-func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (Batch, []Outcome, error) {
+// write applies outs in one store transaction and returns what it wrote
+// (for putChanges), the outcomes, in order, of the models another
+// transaction holds or that are blocked, and how many models it left due;
+// it adds the models of the outcomes it keeps to blocked.
+func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (*changes, []Outcome, int, error) {
 	ids := make([]string, 0, len(outs))
 	seen := make(map[string]bool, len(outs))
 	for _, o := range outs {
@@ -220,14 +249,19 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 			ids = append(ids, o.ModelID)
 		}
 	}
-	var ch changes
+	var ch *changes
 	var keep []Outcome
+	due := 0
 	err := c.cfg.Store.TryModify(ctx, ids, func(found []Model, busy []string) (Batch, error) {
-		ch, keep = changes{}, nil
+		putChanges(ch)
+		ch, keep, due = getChanges(len(outs)), nil, 0
 		now := c.cfg.Clock.Now()
-		byID := make(map[string]Model, len(found))
-		for _, m := range found {
-			byID[m.ID] = m
+		// The models as the outcomes change them, one after the other;
+		// found stays as it was read.
+		models := slices.Clone(found)
+		byID := make(map[string]int, len(found))
+		for i, m := range found {
+			byID[m.ID] = i
 		}
 		isBusy := make(map[string]bool, len(busy))
 		for _, id := range busy {
@@ -238,15 +272,18 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 				keep = append(keep, o)
 				continue
 			}
-			m, ok := byID[o.ModelID]
+			i, ok := byID[o.ModelID]
 			if !ok {
 				_, d := Stale(Model{ID: o.ModelID}, o, "unknown model")
 				ch.add(Model{ID: o.ModelID}, Model{ID: o.ModelID}, d, now)
 				continue
 			}
-			after, d := ApplyOutcome(m, o, now)
-			byID[m.ID] = after
-			ch.add(m, after, d, now)
+			after, d := ApplyOutcome(models[i], o, now)
+			ch.add(models[i], after, d, now)
+			if d.Event != EventStale && !models[i].CanStart(now) && after.CanStart(now) {
+				due++
+			}
+			models[i] = after
 		}
 		return ch.Batch, nil
 	})
@@ -255,5 +292,5 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 			blocked[o.ModelID] = true
 		}
 	}
-	return ch.Batch, keep, err
+	return ch, keep, due, err
 }

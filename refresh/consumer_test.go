@@ -154,3 +154,63 @@ func TestConsumerSetsAsideWhatTheStoreRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, refresh.ConsumeResult{}, r)
 }
+
+// Start holds the outcomes of locked models without waiting on the
+// outcomes list; Wake has them tried again at once, before BusyWait.
+func TestConsumerWakeRetriesLockedModels(t *testing.T) {
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	jobs := b.started(t, "a")
+	store := &lockingStore{Store: b.store}
+	store.hold("a")
+	passes := make(chan refresh.ConsumeResult, 100)
+	c, err := refresh.NewConsumer(refresh.ConsumerConfig{Store: store, Outcomes: b.queue, Clock: b.clock, BusyWait: time.Hour,
+		AppliedFunc: func(r refresh.ConsumeResult, err error) {
+			require.NoError(t, err)
+			passes <- r
+		}})
+	require.NoError(t, err)
+	done := make(chan error)
+	go func() { done <- c.Start(ctx) }()
+	waitFor(t, func() bool { return b.clock.Waiters() == 1 }) // waiting for outcomes
+
+	b.queue.Deliver(refresh.Outcome{ModelID: "a", AttemptUID: jobs["a"].AttemptUID, Type: refresh.OutcomeSuccess})
+	r := <-passes
+	for r.Received == 0 {
+		r = <-passes
+	}
+	require.Equal(t, refresh.ConsumeResult{Received: 1, Deferred: 1}, r)
+	// It waits on the clock for BusyWait (beside the first Receive's
+	// wait, still registered) rather than passing again.
+	waitFor(t, func() bool { return b.clock.Waiters() == 2 })
+	require.Empty(t, passes)
+
+	store.hold()
+	c.Wake()
+	require.Equal(t, refresh.ConsumeResult{Received: 1, Applied: 1}, <-passes, "applied without the clock moving")
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// A pass counts the outcomes that leave their model due at once, for
+// whoever wakes the scheduler.
+func TestConsumerCountsDue(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.put(t, "retry", `{"timeout": "10m", "retry": {"delays": ["0s"]}}`, true)
+	b.put(t, "later", `{"timeout": "10m", "retry": {"delays": ["1m"]}}`, true)
+	b.put(t, "ok", `{"timeout": "10m"}`, true)
+	_, err := b.scheduler(t, refresh.SchedulerConfig{}).RunOnce(ctx)
+	require.NoError(t, err)
+	jobs := map[string]refresh.Job{}
+	for _, j := range b.queue.Take("q", 10) {
+		jobs[j.ModelID] = j
+	}
+	for _, id := range []string{"retry", "later"} {
+		b.queue.Deliver(refresh.Outcome{ModelID: id, AttemptUID: jobs[id].AttemptUID, Type: refresh.OutcomeFailure, Kind: "boom"})
+	}
+	b.queue.Deliver(refresh.Outcome{ModelID: "ok", AttemptUID: jobs["ok"].AttemptUID, Type: refresh.OutcomeSuccess})
+	r, err := b.consumer(t, b.store).RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 3, Applied: 3, Due: 1}, r)
+}

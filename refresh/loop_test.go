@@ -274,3 +274,67 @@ func TestConsumerKeepsOutcomesWhenTheStoreFails(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, m.LastSuccessAt.IsZero())
 }
+
+// With several loops, Start's helpers join in while passes claim full
+// batches; every due model still starts once.
+func TestSchedulerLoops(t *testing.T) {
+	b := setup(t)
+	for i := range 23 {
+		b.put(t, fmt.Sprintf("m%02d", i), `{"timeout": "10m"}`, true)
+	}
+	ticks := make(chan refresh.TickResult, 100)
+	s := b.scheduler(t, refresh.SchedulerConfig{BatchSize: 5, Loops: 3, TickedFunc: func(r refresh.TickResult, err error) {
+		require.NoError(t, err)
+		ticks <- r
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Start(ctx) }()
+	started := 0
+	for started < 23 {
+		started += (<-ticks).Started
+	}
+	// The main loop sleeps; the helpers wait to be woken.
+	waitFor(t, func() bool { return b.clock.Waiters() == 1 })
+	cancel()
+	require.NoError(t, <-done)
+	close(ticks)
+	for r := range ticks {
+		started += r.Started
+	}
+	require.Equal(t, 23, started, "each model started once")
+	jobs := b.queue.Take("q", 100)
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		require.False(t, seen[j.ModelID], "model %s started twice", j.ModelID)
+		seen[j.ModelID] = true
+	}
+	require.Len(t, seen, 23)
+}
+
+// After a wait, Start's first pass claims an eighth of BatchSize, and each
+// full pass doubles the next one's, up to BatchSize.
+func TestSchedulerRampsUp(t *testing.T) {
+	b := setup(t)
+	for i := range 40 {
+		b.put(t, fmt.Sprintf("m%02d", i), `{"timeout": "10m"}`, true)
+	}
+	ticks := make(chan refresh.TickResult, 100)
+	s := b.scheduler(t, refresh.SchedulerConfig{BatchSize: 16, TickedFunc: func(r refresh.TickResult, err error) {
+		require.NoError(t, err)
+		ticks <- r
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Start(ctx) }()
+	var claimed []int
+	for total := 0; total < 40; {
+		r := <-ticks
+		claimed = append(claimed, r.Claimed)
+		total += r.Claimed
+	}
+	require.Equal(t, []int{2, 4, 8, 16, 10}, claimed)
+	waitFor(t, func() bool { return b.clock.Waiters() == 1 })
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -14,7 +14,7 @@ type PublisherConfig struct {
 	Store Store
 	Queue Queue
 	Clock Clock
-	// BatchSize is about how many events one pass publishes (default 5000).
+	// BatchSize is about how many events one pass publishes (default 2000).
 	BatchSize int
 	// MaxSleep is the longest the loop sleeps without looking at the store,
 	// so that events written by other instances are published even when
@@ -34,7 +34,7 @@ func (c *PublisherConfig) validate() error {
 		return errors.New("publisher: Store, Queue and Clock are required")
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = 5000
+		c.BatchSize = 2000
 	}
 	if c.MaxSleep <= 0 {
 		c.MaxSleep = time.Second

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/rs/xid"
@@ -18,6 +19,10 @@ type SchedulerConfig struct {
 	Clock Clock
 	// BatchSize is how many due models one pass claims (default 1000).
 	BatchSize int
+	// Loops is how many passes Start runs at once while models are due by
+	// the batch (default 1): while one pass waits on the database or the
+	// queue, another computes. Each holds a database connection.
+	Loops int
 	// MaxSleep is the longest the loop sleeps without looking at the store,
 	// so that models written by other instances are seen (default 1m).
 	MaxSleep time.Duration
@@ -42,6 +47,9 @@ func (c *SchedulerConfig) validate() error {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 1000
 	}
+	if c.Loops <= 0 {
+		c.Loops = 1
+	}
 	if c.MaxSleep <= 0 {
 		c.MaxSleep = time.Minute
 	}
@@ -65,6 +73,8 @@ func (c *SchedulerConfig) validate() error {
 type Scheduler struct {
 	cfg  SchedulerConfig
 	wake chan struct{}
+	// more wakes the helper loops of Start: a pass claimed a full batch.
+	more chan struct{}
 }
 
 // TickResult is what one pass did.
@@ -79,7 +89,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1)}, nil
+	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1), more: make(chan struct{}, cfg.Loops)}, nil
 }
 
 // Wake makes a sleeping Start loop look at the store at once; call it when
@@ -93,26 +103,34 @@ func (s *Scheduler) Wake() {
 
 // Start runs passes until ctx ends. Between passes it sleeps until the
 // earliest planned refresh_at (at most MaxSleep) or a Wake. A failed pass
-// is logged and retried with backoff. It returns nil when ctx ends.
+// is logged and retried with backoff. While passes claim full batches,
+// Loops-1 helpers run passes beside it. It returns nil when ctx ends.
 func (s *Scheduler) Start(ctx context.Context) error {
+	var helpers sync.WaitGroup
+	for range s.cfg.Loops - 1 {
+		helpers.Go(func() { s.help(ctx) })
+	}
+	defer helpers.Wait()
 	backoff := time.Duration(0)
+	// After a wait, the first passes claim smaller batches, doubling up
+	// to BatchSize: the first jobs of a crowd of due models reach workers
+	// sooner, so that workers and outcomes get going while the next
+	// batches are claimed.
+	limit := s.firstBatch()
 	for ctx.Err() == nil {
-		res, err := s.RunOnce(ctx)
+		res, err := s.pass(ctx, limit)
 		if ctx.Err() != nil {
 			return nil
-		}
-		if s.cfg.TickedFunc != nil {
-			s.cfg.TickedFunc(res, err)
 		}
 		wait := s.cfg.MaxSleep
 		switch {
 		case err != nil:
-			s.cfg.Metrics.Errors.Add(1)
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 			s.cfg.Logger.Error("scheduler pass failed", "err", err, "retry_in", backoff.String())
 			wait = backoff
-		case res.Claimed == s.cfg.BatchSize:
+		case res.Claimed == limit:
 			backoff = 0
+			limit = min(2*limit, s.cfg.BatchSize)
 			continue
 		default:
 			backoff = 0
@@ -123,6 +141,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 				wait = min(next.Sub(s.cfg.Clock.Now()), s.cfg.MaxSleep)
 			}
 		}
+		limit = s.firstBatch()
 		if wait <= 0 {
 			continue
 		}
@@ -135,16 +154,69 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	return nil
 }
 
+// firstBatch is the limit of the first pass after a wait: an eighth of
+// BatchSize.
+func (s *Scheduler) firstBatch() int { return max(1, s.cfg.BatchSize/8) }
+
+// pass runs one pass for Start, reports it, and wakes the helpers if it
+// claimed a full batch.
+func (s *Scheduler) pass(ctx context.Context, limit int) (TickResult, error) {
+	res, err := s.runOnce(ctx, limit)
+	if ctx.Err() != nil {
+		return res, err
+	}
+	if err != nil {
+		s.cfg.Metrics.Errors.Add(1)
+	}
+	if s.cfg.TickedFunc != nil {
+		s.cfg.TickedFunc(res, err)
+	}
+	if err == nil && res.Claimed == limit && limit == s.cfg.BatchSize {
+		for range s.cfg.Loops - 1 {
+			select {
+			case s.more <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return res, err
+}
+
+// help is a helper loop of Start: once woken, it runs passes until one
+// claims less than a full batch or fails, then waits to be woken again.
+func (s *Scheduler) help(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.more:
+		}
+		for ctx.Err() == nil {
+			res, err := s.pass(ctx, s.cfg.BatchSize)
+			if err != nil || res.Claimed < s.cfg.BatchSize {
+				break
+			}
+		}
+	}
+}
+
 // RunOnce does one pass in one store transaction: it claims up to BatchSize
-// due models, times out those whose deadline has passed, starts the others
-// and pushes their jobs before the transaction commits. Its lifecycle
-// events commit with it.
+// due models, times out those whose deadline has passed, starts the others,
+// writes them and pushes their jobs before the transaction commits (a push
+// that fails rolls the pass back). Its lifecycle events commit with it.
 func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
+	return s.runOnce(ctx, s.cfg.BatchSize)
+}
+
+// runOnce is RunOnce claiming up to limit models.
+func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) {
 	var res TickResult
-	var c changes
+	var c *changes
+	defer func() { putChanges(c) }()
 	now := s.cfg.Clock.Now()
-	claimed, err := s.cfg.Store.ClaimDue(ctx, now, s.cfg.BatchSize, func(due []Model) (Batch, error) {
-		c = changes{}
+	claimed, err := s.cfg.Store.ClaimDue(ctx, now, limit, func(due []Model) (Batch, error) {
+		putChanges(c)
+		c = getChanges(len(due))
 		res = TickResult{}
 		var jobs []Job
 		for _, m := range due {
@@ -165,11 +237,15 @@ func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
 			c.add(m, after, d, now)
 		}
 		if len(jobs) > 0 {
-			pushCtx, cancel := context.WithTimeout(ctx, s.cfg.PushTimeout)
-			err := s.cfg.Queue.Push(pushCtx, jobs)
-			cancel()
-			if err != nil {
-				return Batch{}, fmt.Errorf("push %d jobs: %w", len(jobs), err)
+			// Pushed once the batch is written, just before it commits: a
+			// worker's outcome then seldom finds its model still locked.
+			c.BeforeCommitFunc = func(ctx context.Context) error {
+				pushCtx, cancel := context.WithTimeout(ctx, s.cfg.PushTimeout)
+				defer cancel()
+				if err := s.cfg.Queue.Push(pushCtx, jobs); err != nil {
+					return fmt.Errorf("push %d jobs: %w", len(jobs), err)
+				}
+				return nil
 			}
 		}
 		return c.Batch, nil
@@ -179,7 +255,9 @@ func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("claim due models: %w", err)
 	}
-	report(s.cfg.Metrics, s.cfg.Logger, c.Events, s.cfg.EventsFunc)
+	if c != nil {
+		report(s.cfg.Metrics, s.cfg.Logger, c.Events, s.cfg.EventsFunc)
+	}
 	return res, nil
 }
 

@@ -64,6 +64,12 @@ var ErrBusy = errors.New("another caller is taking events")
 type Batch struct {
 	Changes []Change
 	Events  []Event
+	// BeforeCommitFunc, if set, is called once the batch is written and
+	// before it commits: the scheduler pushes the jobs of its starts there,
+	// so that no worker's outcome reaches a row still being written. If it
+	// returns an error, nothing is committed and the store returns that
+	// error.
+	BeforeCommitFunc func(ctx context.Context) error
 }
 
 // Change is one model written by a Store, with the history row it touches.

@@ -176,7 +176,7 @@ func (e *env) insertDue(n int, q string) {
 // disjoint (an unfinished attempt runs to infinity).
 func (e *env) checkNoOverlap() {
 	e.t.Helper()
-	n := e.count(`SELECT count(*) FROM attempts a JOIN attempts b
+	n := e.count(`SELECT count(*) FROM attempt_history a JOIN attempt_history b
 		ON a.model_id = b.model_id AND a.uid < b.uid
 		AND tstzrange(a.started_at, coalesce(a.finished_at, 'infinity'))
 		 && tstzrange(b.started_at, coalesce(b.finished_at, 'infinity'))`)
@@ -483,12 +483,12 @@ func TestE2EExactlyOnceThreeInstances(t *testing.T) {
 	e.insertDue(n, "bulk")
 
 	waitFor(t, 90*time.Second, "every model to finish one attempt", func() bool {
-		return e.count(`SELECT count(*) FROM attempts WHERE outcome IS NOT NULL`) >= n
+		return e.count(`SELECT count(*) FROM attempt_history WHERE outcome IS NOT NULL`) >= n
 	})
 
-	require.Equal(t, n, e.count(`SELECT count(*) FROM attempts`))
-	require.Equal(t, n, e.count(`SELECT count(DISTINCT model_id) FROM attempts`))
-	require.Equal(t, n, e.count(`SELECT count(*) FROM attempts a JOIN due d ON d.id = a.model_id
+	require.Equal(t, n, e.count(`SELECT count(*) FROM attempt_history`))
+	require.Equal(t, n, e.count(`SELECT count(DISTINCT model_id) FROM attempt_history`))
+	require.Equal(t, n, e.count(`SELECT count(*) FROM attempt_history a JOIN due d ON d.id = a.model_id
 		WHERE a.outcome = 'success' AND a.attempt_no = 1 AND a.started_at >= d.due_at`))
 	require.Equal(t, n, e.count(`SELECT count(*) FROM models
 		WHERE last_success_at IS NOT NULL AND attempt_uid IS NULL AND refresh_at IS NULL AND attempt_no = 0`))
@@ -529,7 +529,7 @@ func TestE2ESigkill(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	serve := func(id, level string) *proc { return e.serve(id, "--batch-size", "100", "--log-level", level) }
-	finished := func() int { return e.count(`SELECT count(*) FROM attempts WHERE outcome IS NOT NULL`) }
+	finished := func() int { return e.count(`SELECT count(*) FROM attempt_history WHERE outcome IS NOT NULL`) }
 	llen := func(k string) int64 {
 		v, err := e.rdb.LLen(ctx, e.key(k)).Result()
 		require.NoError(t, err)
@@ -540,10 +540,10 @@ func TestE2ESigkill(t *testing.T) {
 	a1 := serve("a", "warn")
 	e.insertDue(n, "crash")
 	waitFor(t, 30*time.Second, "the first attempts", func() bool {
-		return e.count(`SELECT count(*) FROM attempts`) > 0
+		return e.count(`SELECT count(*) FROM attempt_history`) > 0
 	})
 	a1.kill()
-	started := e.count(`SELECT count(*) FROM attempts`)
+	started := e.count(`SELECT count(*) FROM attempt_history`)
 	pushed := llen("jobs:crash")
 	t.Logf("killed while claiming: %d attempts committed, %d jobs pushed", started, pushed)
 	require.GreaterOrEqual(t, pushed, int64(started), "every committed start pushed its job first")
@@ -583,8 +583,8 @@ func TestE2ESigkill(t *testing.T) {
 	}
 
 	// Every model: one attempt, finished with success; the model is idle.
-	require.Equal(t, n, e.count(`SELECT count(*) FROM attempts`))
-	require.Equal(t, n, e.count(`SELECT count(DISTINCT model_id) FROM attempts WHERE outcome = 'success'`))
+	require.Equal(t, n, e.count(`SELECT count(*) FROM attempt_history`))
+	require.Equal(t, n, e.count(`SELECT count(DISTINCT model_id) FROM attempt_history WHERE outcome = 'success'`))
 	require.Equal(t, n, e.count(`SELECT count(*) FROM models
 		WHERE last_success_at IS NOT NULL AND attempt_uid IS NULL AND refresh_at IS NULL
 		  AND disabled_at IS NULL AND consecutive_failures = 0`))
@@ -598,7 +598,7 @@ func TestE2ESigkill(t *testing.T) {
 	})
 	w.stop()
 	committed := map[string]string{} // uid -> outcome
-	rows, err := e.db.Query(ctx, `SELECT uid, outcome FROM attempts`)
+	rows, err := e.db.Query(ctx, `SELECT uid, outcome FROM attempt_history`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var uid, outcome string

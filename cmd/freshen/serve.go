@@ -9,8 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +42,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		}
 		fmt.Fprintf(stderr, "freshen serve: %v\n", m.redact.Error(err))
 		return 2
+	}
+	if m.Config.GCMinHeapMiB > 0 {
+		defer keepHeapGoal(uint64(m.Config.GCMinHeapMiB) << 20)()
 	}
 	if err := m.Run(ctx); err != nil {
 		_ = m.Close()
@@ -77,6 +84,9 @@ type ServeConfig struct {
 	RedisPrefix string
 	Addr        string
 	BatchSize   int
+	// ClaimLoops is how many scheduler passes run at once while models are
+	// due by the batch.
+	ClaimLoops int
 	// InstanceID names the instance among the outcome consumers and in
 	// pg_stat_activity (application_name "freshen/<id>").
 	InstanceID string
@@ -104,6 +114,12 @@ type ServeConfig struct {
 	TokensFile string
 	Tokens     string
 	Insecure   bool
+	// PprofAddr, if set, is the address of a second HTTP server that
+	// answers only the Go profiler's endpoints (/debug/pprof/...).
+	PprofAddr string
+	// GCMinHeapMiB, if > 0, is the least heap size, in MiB, at which the
+	// garbage collector starts a cycle (see keepHeapGoal).
+	GCMinHeapMiB int
 }
 
 // HTTPConfig bounds what the HTTP server gives one client.
@@ -137,6 +153,7 @@ type Main struct {
 	queue    *queue.Redis
 	server   *http.Server
 	listener net.Listener
+	pprof    *http.Server
 	router   *router
 	auth     *refreshhttp.Auth
 	cancel   context.CancelFunc
@@ -152,6 +169,8 @@ func NewMain(logOut io.Writer) *Main {
 			Addr:            ":8080",
 			RedisPrefix:     queue.DefaultPrefix,
 			BatchSize:       1000,
+			ClaimLoops:      1,
+			GCMinHeapMiB:    28,
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
@@ -233,7 +252,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.TokensFile, "tokens-file", c.TokensFile, `file of the API's bearer tokens: a JSON array of {"name", "hash", "scopes", "prefix"} (see freshen token new)`)
 	fs.StringVar(&c.Tokens, "tokens", c.Tokens, "the API's bearer tokens as the text of a tokens file")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "serve the API without tokens on an address beyond loopback")
+	fs.IntVar(&c.GCMinHeapMiB, "gc-min-heap", c.GCMinHeapMiB, "least heap size, in MiB, at which the garbage collector starts a cycle; 0 leaves it to GOGC alone")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/); keep it private")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
+	fs.IntVar(&c.ClaimLoops, "claim-loops", c.ClaimLoops, "scheduler passes run at once while models are due by the batch (each holds a database connection)")
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
 		"keep it stable across restarts (the default is the host name: two instances on one host need distinct ids)")
 	durationVar(fs, &c.MaxSleep, "max-sleep", c.MaxSleep, "longest the scheduler sleeps without looking at the database")
@@ -316,6 +338,10 @@ func (m *Main) ParseFlags(args []string) error {
 	switch {
 	case c.BatchSize < 1:
 		return fmt.Errorf("--batch-size: must be >= 1, got %d", c.BatchSize)
+	case c.ClaimLoops < 1:
+		return fmt.Errorf("--claim-loops: must be >= 1, got %d", c.ClaimLoops)
+	case c.GCMinHeapMiB < 0:
+		return fmt.Errorf("--gc-min-heap: must be >= 0, got %d", c.GCMinHeapMiB)
 	case c.InstanceID == "":
 		return errors.New("--instance-id: must not be empty")
 	case h.MaxHeaderBytes < 1024:
@@ -327,6 +353,9 @@ func (m *Main) ParseFlags(args []string) error {
 		return err
 	}
 	s.ApplicationName = "freshen/" + c.InstanceID
+	// The loops hold a connection each while they work; the API, the
+	// health checks and the publisher use a few more.
+	s.MaxConns = int32(c.ClaimLoops + 6)
 	m.Logger = newLogger(m.logOut, c.LogLevel, m.redact)
 	auth, err := loadAuth(c.TokensFile, c.Tokens, m.Logger)
 	if err != nil {
@@ -390,6 +419,11 @@ func (m *Main) Run(ctx context.Context) error {
 			m.fail(fmt.Errorf("http server: %w", err))
 		}
 	})
+	if c.PprofAddr != "" {
+		if err := m.servePprof(c.PprofAddr); err != nil {
+			return err
+		}
+	}
 	log.Info("listening", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
 		"database_url", redactURL(c.DatabaseURL), "redis_url", redactURL(c.RedisURL))
 
@@ -434,19 +468,24 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var consumer *refresh.Consumer
 	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{
-		Store: store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, MaxSleep: c.MaxSleep,
-		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc, EventsFunc: publisher.Wake,
+		Store: store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, Loops: c.ClaimLoops, MaxSleep: c.MaxSleep,
+		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc,
+		EventsFunc: func() {
+			publisher.Wake()
+			consumer.Wake() // outcomes of the models the pass held
+		},
 	})
 	if err != nil {
 		return err
 	}
-	consumer, err := refresh.NewConsumer(refresh.ConsumerConfig{
+	consumer, err = refresh.NewConsumer(refresh.ConsumerConfig{
 		Store: store, Outcomes: m.queue, Clock: clock, BatchSize: c.BatchSize,
 		Logger: log, Metrics: metrics, EventsFunc: publisher.Wake,
 		AppliedFunc: func(res refresh.ConsumeResult, err error) {
-			if res.Applied > 0 {
-				scheduler.Wake() // a retry may be due at once
+			if res.Due > 0 {
+				scheduler.Wake() // a retry is due at once
 			}
 			if m.AppliedFunc != nil {
 				m.AppliedFunc(res, err)
@@ -493,6 +532,28 @@ func redisTarget(c ServeConfig) string {
 	return "redis"
 }
 
+// servePprof opens the profiler's HTTP server on addr.
+func (m *Main) servePprof(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--pprof-addr: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	m.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: m.Config.HTTP.ReadHeaderTimeout}
+	m.goLoop(func() {
+		if err := m.pprof.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("pprof server", "err", err)
+		}
+	})
+	m.Logger.Info("profiler listening", "addr", l.Addr().String())
+	return nil
+}
+
 // Addr returns the address the HTTP server listens on, once Run has opened
 // it.
 func (m *Main) Addr() string {
@@ -534,6 +595,9 @@ func (m *Main) Close() error {
 		cancel()
 	} else if m.listener != nil {
 		_ = m.listener.Close()
+	}
+	if m.pprof != nil {
+		_ = m.pprof.Close()
 	}
 	if m.cancel != nil {
 		m.cancel()
@@ -646,4 +710,66 @@ func checkSchema(ctx context.Context, cfg *pgx.ConnConfig, migrate bool) error {
 		return fatalError{fmt.Errorf("database schema is at version %d, newer than this build (%d): upgrade freshen", current, latest)}
 	}
 	return nil
+}
+
+// keepHeapGoal keeps the garbage collector's heap goal at least minHeap
+// bytes. Go's collector starts a cycle once the heap has grown by GOGC
+// percent over what the last cycle left live; serve's live heap is small
+// (10 to 25 MB at a batch size of 1000) and it allocates fast, so it ran a
+// cycle every few megabytes. After each cycle this raises the percentage
+// so that the goal is minHeap while twice the live heap stays below it, and
+// gives back GOGC's own percentage once the live heap grows past half of
+// it: the heap never grows further than GOGC alone would let it, apart
+// from up to minHeap. A GOGC of off is left as it is. The function it
+// returns stops it and gives back GOGC's percentage.
+func keepHeapGoal(minHeap uint64) (stop func()) {
+	base := debug.SetGCPercent(100)
+	debug.SetGCPercent(base)
+	if base < 0 {
+		return func() {}
+	}
+	var mu sync.Mutex
+	stopped := false
+	// The goal is the live heap plus GOGC percent of the live heap and the
+	// other roots the collector scans (stacks, globals).
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	// cycleEnded runs once after each collection: a finalizer of an
+	// object made unreachable just before it.
+	type sentinel struct{ _ [16]byte }
+	var cycleEnded func(*sentinel)
+	cycleEnded = func(*sentinel) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		metrics.Read(samples)
+		var v [3]uint64
+		for i, s := range samples {
+			if s.Value.Kind() == metrics.KindUint64 {
+				v[i] = s.Value.Uint64()
+			}
+		}
+		live, scanned := v[0], v[0]+v[1]+v[2]
+		percent := base
+		if scanned > 0 && live+scanned*uint64(base)/100 < minHeap {
+			percent = int((minHeap - live) * 100 / scanned)
+		}
+		debug.SetGCPercent(percent)
+		// The runtime's own accounting of the roots may differ: scale
+		// down to its goal.
+		metrics.Read(goal)
+		if g := goal[0].Value; percent > base && g.Kind() == metrics.KindUint64 && g.Uint64() > minHeap && g.Uint64() > live {
+			debug.SetGCPercent(max(base, int(uint64(percent)*(minHeap-live)/(g.Uint64()-live))))
+		}
+		runtime.SetFinalizer(&sentinel{}, cycleEnded)
+	}
+	runtime.SetFinalizer(&sentinel{}, cycleEnded)
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		debug.SetGCPercent(base)
+	}
 }

@@ -47,7 +47,7 @@ func TestE2EStalledInstance(t *testing.T) {
 		SELECT 'm-' || lpad(i::text, 4, '0'), 'tick', '{}', $1::jsonb, now(), now()
 		FROM generate_series(1, $2::int) AS i`, string(stored), n)
 	require.NoError(t, err)
-	finished := func() int { return e.count(`SELECT count(*) FROM attempts WHERE outcome IS NOT NULL`) }
+	finished := func() int { return e.count(`SELECT count(*) FROM attempt_history WHERE outcome IS NOT NULL`) }
 	waitFor(t, 30*time.Second, "two rounds of attempts", func() bool { return finished() >= 2*n })
 
 	// Stop a, until it is caught inside a transaction that holds rows.
@@ -103,7 +103,7 @@ func TestE2EStalledInstance(t *testing.T) {
 	// starts and completes the models a was claiming.
 	waitFor(t, 10*time.Second-time.Since(stoppedAt), "a's rows to be free and its claimed models applied by b", func() bool {
 		return !slices.ContainsFunc(e.lockedModels(), func(id string) bool { return slices.Contains(held, id) }) &&
-			e.count(`SELECT count(DISTINCT model_id) FROM attempts
+			e.count(`SELECT count(DISTINCT model_id) FROM attempt_history
 				WHERE model_id = ANY($1) AND finished_at > $2 AND outcome = 'success'`, claimed, stoppedAt) == len(claimed)
 	})
 	require.False(t, e.stalledInTransaction("freshen/a"), "a's transaction is gone while a is still stopped")
@@ -171,8 +171,8 @@ func TestE2EStalledInstance(t *testing.T) {
 	// other row is unfinished.
 	require.Zero(t, e.count(`SELECT count(*) FROM models m
 		WHERE (m.attempt_uid IS NOT NULL) <> EXISTS (
-			SELECT 1 FROM attempts a WHERE a.uid = m.attempt_uid AND a.finished_at IS NULL)`))
-	require.Zero(t, e.count(`SELECT count(*) FROM attempts a JOIN models m ON m.id = a.model_id
+			SELECT 1 FROM attempt_history a WHERE a.uid = m.attempt_uid AND a.finished_at IS NULL)`))
+	require.Zero(t, e.count(`SELECT count(*) FROM attempt_history a JOIN models m ON m.id = a.model_id
 		WHERE a.finished_at IS NULL AND a.uid IS DISTINCT FROM m.attempt_uid`))
 	require.Zero(t, e.count(`SELECT count(*) FROM models WHERE disabled_at IS NOT NULL OR consecutive_failures > 0`))
 	e.checkNoOverlap()
@@ -185,7 +185,7 @@ func TestE2EStalledInstance(t *testing.T) {
 	// Answers to attempts never committed (jobs pushed by a's stalled pass,
 	// whose transaction the server ended) are the stale ones.
 	committed := map[string]string{} // uid -> outcome
-	rows, err = e.db.Query(ctx, `SELECT uid, coalesce(outcome, '') FROM attempts`)
+	rows, err = e.db.Query(ctx, `SELECT uid, coalesce(outcome, '') FROM attempt_history`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var uid, outcome string

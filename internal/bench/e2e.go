@@ -376,9 +376,9 @@ func (b *Bench) check(ctx context.Context, cfg *pgxpool.Config) (counts, error) 
 			(SELECT count(*) FROM models WHERE attempt_uid IS NULL AND started_at IS NULL
 				AND last_success_at IS NOT NULL AND refresh_at > $1 AND consecutive_failures = 0
 				AND disabled_at IS NULL),
-			(SELECT count(*) FROM attempts),
-			(SELECT count(*) FROM attempts WHERE outcome = 'success' AND finished_at IS NOT NULL),
-			(SELECT count(DISTINCT model_id) FROM attempts WHERE outcome = 'success')`,
+			(SELECT count(*) FROM attempt_history),
+			(SELECT count(*) FROM attempt_history WHERE outcome = 'success' AND finished_at IS NOT NULL),
+			(SELECT count(DISTINCT model_id) FROM attempt_history WHERE outcome = 'success')`,
 		b.clock.Now()).Scan(&c.models, &c.idle, &c.attempts, &c.successful, &c.successfulModels)
 	if err != nil {
 		return c, fmt.Errorf("check: %w", err)

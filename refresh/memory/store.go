@@ -97,28 +97,26 @@ func (s *Store) History(_ context.Context, id string, limit int) ([]refresh.Atte
 }
 
 // Modify passes the existing models among ids to fn and writes its batch.
-func (s *Store) Modify(_ context.Context, ids []string, fn func([]refresh.Model) (refresh.Batch, error)) error {
+func (s *Store) Modify(ctx context.Context, ids []string, fn func([]refresh.Model) (refresh.Batch, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, err := fn(s.find(ids))
 	if err != nil {
 		return err
 	}
-	s.write(b)
-	return nil
+	return s.commit(ctx, b)
 }
 
 // TryModify is Modify: no other caller can hold a model while it runs, so
 // no model is ever busy.
-func (s *Store) TryModify(_ context.Context, ids []string, fn func([]refresh.Model, []string) (refresh.Batch, error)) error {
+func (s *Store) TryModify(ctx context.Context, ids []string, fn func([]refresh.Model, []string) (refresh.Batch, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, err := fn(s.find(ids), nil)
 	if err != nil {
 		return err
 	}
-	s.write(b)
-	return nil
+	return s.commit(ctx, b)
 }
 
 // find returns copies of the existing models among ids; the caller holds
@@ -140,7 +138,7 @@ func due(m refresh.Model, now time.Time) bool {
 
 // ClaimDue passes up to limit due models, earliest refresh_at first, to fn
 // and writes its changes.
-func (s *Store) ClaimDue(_ context.Context, now time.Time, limit int, fn func([]refresh.Model) (refresh.Batch, error)) (int, error) {
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model) (refresh.Batch, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var batch []refresh.Model
@@ -165,8 +163,19 @@ func (s *Store) ClaimDue(_ context.Context, now time.Time, limit int, fn func([]
 	if err != nil {
 		return len(batch), err
 	}
+	return len(batch), s.commit(ctx, b)
+}
+
+// commit writes b once its BeforeCommitFunc, if any, succeeded; the caller
+// holds s.mu.
+func (s *Store) commit(ctx context.Context, b refresh.Batch) error {
+	if b.BeforeCommitFunc != nil {
+		if err := b.BeforeCommitFunc(ctx); err != nil {
+			return err
+		}
+	}
 	s.write(b)
-	return len(batch), nil
+	return nil
 }
 
 // NextDue returns the earliest refresh_at of a model that can become due.

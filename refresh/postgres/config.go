@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,6 +39,10 @@ type Session struct {
 	// client (on its socket) and by the server (tcp_keepalives_idle,
 	// tcp_keepalives_interval, tcp_keepalives_count).
 	KeepAlive time.Duration
+	// MaxConns, if above pgx's default (the larger of 4 and the number of
+	// CPUs), is the most connections the pool opens, unless the connection
+	// string sets pool_max_conns.
+	MaxConns int32
 }
 
 // DefaultSession returns the settings freshen serve starts with: locks
@@ -68,6 +73,9 @@ func ParseConfig(url string, s Session) (*pgxpool.Config, error) {
 	if err != nil {
 		// pgx masks the password of the string it cannot parse.
 		return nil, fmt.Errorf("database URL: %w", err)
+	}
+	if s.MaxConns > cfg.MaxConns && !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = s.MaxConns
 	}
 	params := cfg.ConnConfig.RuntimeParams
 	if s.ApplicationName != "" && params["application_name"] == "" {

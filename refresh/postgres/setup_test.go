@@ -48,7 +48,12 @@ func setupSession(tb testing.TB, s postgres.Session) bundle {
 	cfg, err := postgres.ParseConfig(url, s)
 	require.NoError(tb, err)
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	// Migrated without the session's timeouts, as serve does: a short
+	// idle-in-transaction timeout would end a migration on a busy machine.
+	migrateCfg, err := postgres.ParseConfig(url, postgres.Session{})
+	require.NoError(tb, err)
+	migrateCfg.ConnConfig.RuntimeParams["search_path"] = schema
+	conn, err := pgx.ConnectConfig(ctx, migrateCfg.ConnConfig)
 	require.NoError(tb, err)
 	err = migrations.Migrate(ctx, conn)
 	conn.Close(ctx)

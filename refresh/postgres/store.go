@@ -22,9 +22,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/freshen-dev/freshen/refresh"
@@ -97,64 +99,124 @@ const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadli
 // predicate of the partial index models_due.
 const dueCondition = `refresh_at IS NOT NULL AND (NOT paused OR attempt_uid IS NOT NULL)`
 
-// scanModel reads one row of modelColumns, decoding the policy with
-// policies.
-func scanModel(row pgx.Row, policies *policyCache) (refresh.Model, error) {
-	var (
-		m                                                             refresh.Model
-		payload, policy                                               []byte
-		createdAt                                                     time.Time
-		refreshAt, deadlineAt, startedAt, failingSince, lastSuccessAt *time.Time
-		lastErrorAt, disabledAt                                       *time.Time
-		attemptUID, lastErrorKind, lastErrorMessage                   *string
-		disabledReason, statusMessage                                 *string
-	)
-	err := row.Scan(&m.ID, &m.Queue, &payload, &policy, &createdAt, &refreshAt, &deadlineAt,
-		&m.AttemptNo, &attemptUID, &startedAt, &m.ConsecutiveFailures, &failingSince,
-		&lastSuccessAt, &lastErrorKind, &lastErrorMessage, &lastErrorAt,
-		&disabledAt, &disabledReason, &m.Paused, &statusMessage)
-	if err != nil {
+// modelRow is what one row of modelColumns is scanned into; one serves all
+// the rows of a query, so that scanning a row allocates only what the model
+// keeps.
+type modelRow struct {
+	id, queue                                                     string
+	payload                                                       []byte
+	policy                                                        pgtype.DriverBytes
+	createdAt                                                     time.Time
+	refreshAt, deadlineAt, startedAt, failingSince, lastSuccessAt pgtype.Timestamptz
+	lastErrorAt, disabledAt                                       pgtype.Timestamptz
+	attemptNo, consecutiveFailures                                int
+	attemptUID, lastErrorKind, lastErrorMessage                   pgtype.Text
+	disabledReason, statusMessage                                 pgtype.Text
+	paused                                                        bool
+	tid                                                           pgtype.TID
+	dest                                                          []any
+}
+
+// newModelRow returns a destination for rows of modelColumns, preceded by
+// the row's ctid if withTID.
+func newModelRow(withTID bool) *modelRow {
+	r := &modelRow{}
+	if withTID {
+		r.dest = append(r.dest, &r.tid)
+	}
+	r.dest = append(r.dest, &r.id, &r.queue, &r.payload, &r.policy, &r.createdAt, &r.refreshAt, &r.deadlineAt,
+		&r.attemptNo, &r.attemptUID, &r.startedAt, &r.consecutiveFailures, &r.failingSince,
+		&r.lastSuccessAt, &r.lastErrorKind, &r.lastErrorMessage, &r.lastErrorAt,
+		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage)
+	return r
+}
+
+// scan reads the current row of rows, decoding the policy with policies.
+func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (refresh.Model, error) {
+	r.payload = nil // a NULL leaves the destination as it is
+	if err := rows.Scan(r.dest...); err != nil {
 		return refresh.Model{}, err
 	}
-	if payload != nil {
-		m.Payload = json.RawMessage(payload)
+	m := refresh.Model{ID: r.id, Queue: r.queue, CreatedAt: r.createdAt.UTC()}
+	if r.payload != nil {
+		m.Payload = json.RawMessage(r.payload)
 	}
-	if m.Policy, err = policies.decode(policy); err != nil {
+	// policy is the driver's buffer, valid until the next row: the cache
+	// keeps a copy of what it keeps.
+	var err error
+	if m.Policy, err = policies.decode(r.policy); err != nil {
 		return refresh.Model{}, fmt.Errorf("model %q: decode policy: %w", m.ID, err)
 	}
-	m.CreatedAt = createdAt.UTC()
-	m.RefreshAt = fromNullTime(refreshAt)
-	m.DeadlineAt = fromNullTime(deadlineAt)
-	m.AttemptUID = fromNullString(attemptUID)
-	m.StartedAt = fromNullTime(startedAt)
-	m.FailingSince = fromNullTime(failingSince)
-	m.LastSuccessAt = fromNullTime(lastSuccessAt)
-	if lastErrorKind != nil {
+	m.RefreshAt = fromTimestamptz(r.refreshAt)
+	m.DeadlineAt = fromTimestamptz(r.deadlineAt)
+	m.AttemptNo = r.attemptNo
+	m.AttemptUID = r.attemptUID.String
+	m.StartedAt = fromTimestamptz(r.startedAt)
+	m.ConsecutiveFailures = r.consecutiveFailures
+	m.FailingSince = fromTimestamptz(r.failingSince)
+	m.LastSuccessAt = fromTimestamptz(r.lastSuccessAt)
+	if r.lastErrorKind.Valid {
 		m.LastError = &refresh.LastError{
-			Kind:    *lastErrorKind,
-			Message: fromNullString(lastErrorMessage),
-			At:      fromNullTime(lastErrorAt),
+			Kind:    r.lastErrorKind.String,
+			Message: r.lastErrorMessage.String,
+			At:      fromTimestamptz(r.lastErrorAt),
 		}
 	}
-	m.DisabledAt = fromNullTime(disabledAt)
-	m.DisabledReason = fromNullString(disabledReason)
-	m.StatusMessage = fromNullString(statusMessage)
+	m.DisabledAt = fromTimestamptz(r.disabledAt)
+	m.DisabledReason = r.disabledReason.String
+	m.Paused = r.paused
+	m.StatusMessage = r.statusMessage.String
 	return m, nil
 }
 
-// collectModels reads every row of rows with scanModel; size is the
+// fromTimestamptz returns t in UTC, or the zero time for NULL.
+func fromTimestamptz(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// collectModels reads every row of rows of modelColumns; size is the
 // number of rows expected at most.
 func collectModels(rows pgx.Rows, size int, policies *policyCache) ([]refresh.Model, error) {
 	defer rows.Close()
 	out := make([]refresh.Model, 0, min(size, 1024))
+	row := newModelRow(false)
 	for rows.Next() {
-		m, err := scanModel(rows, policies)
+		m, err := row.scan(rows, policies)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// lockedModels are the models a transaction holds, with their rows' ctids,
+// which stay theirs while it holds them: its update finds the rows by ctid
+// rather than through the primary key's index.
+type lockedModels struct {
+	models []refresh.Model
+	tids   []pgtype.TID
+}
+
+// collectLocked reads every row of rows of ctid and modelColumns; size is
+// the number of rows expected at most.
+func collectLocked(rows pgx.Rows, size int, policies *policyCache) (lockedModels, error) {
+	defer rows.Close()
+	n := min(size, 1024)
+	l := lockedModels{models: make([]refresh.Model, 0, n), tids: make([]pgtype.TID, 0, n)}
+	row := newModelRow(true)
+	for rows.Next() {
+		m, err := row.scan(rows, policies)
+		if err != nil {
+			return lockedModels{}, err
+		}
+		l.models = append(l.models, m)
+		l.tids = append(l.tids, row.tid)
+	}
+	return l, rows.Err()
 }
 
 func nullTime(t time.Time) *time.Time {
@@ -192,14 +254,18 @@ func notFound(id string) error {
 
 // Get returns the model with id, or an *refresh.Error with code ENOTFOUND.
 func (s *Store) Get(ctx context.Context, id string) (refresh.Model, error) {
-	m, err := scanModel(s.pool.QueryRow(ctx, `SELECT `+modelColumns+` FROM models WHERE id = $1`, id), &s.policies)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return refresh.Model{}, notFound(id)
+	rows, err := s.pool.Query(ctx, `SELECT `+modelColumns+` FROM models WHERE id = $1`, id)
+	var found []refresh.Model
+	if err == nil {
+		found, err = collectModels(rows, 1, &s.policies)
 	}
 	if err != nil {
 		return refresh.Model{}, storeError(fmt.Sprintf("get model %q", id), err)
 	}
-	return m, nil
+	if len(found) == 0 {
+		return refresh.Model{}, notFound(id)
+	}
+	return found[0], nil
 }
 
 // List returns the models matching f in id order, at most f.Limit (100
@@ -231,20 +297,23 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 }
 
 // History returns the attempts of model id, newest first (by start, then
-// by insertion), at most limit (all when limit <= 0). It returns an
-// *refresh.Error with code ENOTFOUND if the model does not exist.
+// by insertion), at most limit (all when limit <= 0), as the view
+// attempt_history shows them: the running attempt, which has no row in
+// attempts until it ends (see write), is read from the model. It returns
+// an *refresh.Error with code ENOTFOUND if the model does not exist.
 func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.Attempt, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
 	// The outer join keeps one row for an existing model without attempts,
-	// so one query tells "no history" from "no model".
+	// so one query tells "no history" from "no model". attempt_history
+	// shows the running attempt with seq NULL: first in descending order.
 	rows, err := s.pool.Query(ctx, `SELECT m.id, a.uid, a.attempt_no, a.started_at, a.deadline_at,
 			a.finished_at, a.outcome, a.error_kind, a.error_message, a.decision, a.delay_ns
 		FROM models m
 		LEFT JOIN LATERAL (
-			SELECT * FROM attempts WHERE model_id = m.id
+			SELECT * FROM attempt_history WHERE model_id = m.id
 			ORDER BY started_at DESC, seq DESC
 			LIMIT $2
 		) a ON true
@@ -311,9 +380,10 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 
 // ClaimDue locks up to limit due models, earliest RefreshAt first (then by
 // id), skipping those another transaction holds, passes them to fn and
-// writes the changes it returns, all in one transaction. fn runs while the
-// rows are locked and before the commit: what it does outside the database
-// (pushing jobs) happens even if the commit then fails.
+// writes the changes it returns, all in one transaction. fn and the batch's
+// BeforeCommitFunc run while the rows are locked and before the commit:
+// what they do outside the database (pushing jobs) happens even if the
+// commit then fails.
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
@@ -321,13 +391,11 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if limit <= 0 {
 		return 0, nil
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, storeError("claim due models", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-
-	rows, err := tx.Query(ctx, `SELECT `+modelColumns+` FROM models
+	var locked lockedModels
+	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) (err error) {
+		locked, err = collectLocked(rows, limit, &s.policies)
+		return err
+	}, `SELECT ctid, `+modelColumns+` FROM models
 		WHERE refresh_at <= $1 AND (NOT paused OR attempt_uid IS NOT NULL)
 		ORDER BY refresh_at, id
 		LIMIT $2
@@ -335,10 +403,8 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
-	due, err := collectModels(rows, limit, &s.policies)
-	if err != nil {
-		return 0, storeError("claim due models", err)
-	}
+	defer tx.rollback() // a no-op after the commit
+	due := locked.models
 	if len(due) == 0 {
 		return 0, nil
 	}
@@ -346,11 +412,17 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return len(due), err
 	}
-	if err := write(ctx, tx, due, b); err != nil {
+	// Without BeforeCommitFunc the commit goes with the writes.
+	if err := write(ctx, tx, locked, b); err != nil {
 		return len(due), storeError("claim due models", err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return len(due), storeError("claim due models: commit", err)
+	if b.BeforeCommitFunc != nil {
+		if err := b.BeforeCommitFunc(ctx); err != nil {
+			return len(due), err
+		}
+	}
+	if err := tx.commit(ctx); err != nil {
+		return len(due), storeError("claim due models", err)
 	}
 	return len(due), nil
 }
@@ -392,46 +464,44 @@ func (s *Store) modifyRetry(ctx context.Context, ids []string, skipLocked bool, 
 }
 
 func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn func(found []refresh.Model, busy []string) (refresh.Batch, error)) error {
-	tx, err := s.pool.Begin(ctx)
+	// Locking in id order keeps two Modify calls from deadlocking.
+	lock := `FOR UPDATE`
+	if skipLocked {
+		lock = `FOR UPDATE SKIP LOCKED`
+	}
+	var locked lockedModels
+	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) (err error) {
+		locked, err = collectLocked(rows, len(ids), &s.policies)
+		return err
+	}, `SELECT ctid, `+modelColumns+` FROM models WHERE id = ANY($1) ORDER BY id `+lock, ids)
 	if err != nil {
 		return storeError("modify models", err)
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	defer tx.rollback() // a no-op after the commit
 
-	var found []refresh.Model
 	var busy []string
-	if len(ids) > 0 {
-		// Locking in id order keeps two Modify calls from deadlocking.
-		lock := `FOR UPDATE`
-		if skipLocked {
-			lock = `FOR UPDATE SKIP LOCKED`
-		}
-		rows, err := tx.Query(ctx, `SELECT `+modelColumns+` FROM models
-			WHERE id = ANY($1) ORDER BY id `+lock, ids)
-		if err != nil {
+	if skipLocked && len(locked.models) < len(ids) {
+		if busy, err = s.existing(ctx, tx, ids, locked.models); err != nil {
 			return storeError("modify models", err)
-		}
-		if found, err = collectModels(rows, len(ids), &s.policies); err != nil {
-			return storeError("modify models", err)
-		}
-		if skipLocked && len(found) < len(ids) {
-			if busy, err = s.existing(ctx, tx, ids, found); err != nil {
-				return storeError("modify models", err)
-			}
 		}
 	}
-	b, err := fn(found, busy)
+	b, err := fn(locked.models, busy)
 	if err != nil {
 		return err
 	}
-	if err := write(ctx, tx, found, b); err != nil {
+	if err := write(ctx, tx, locked, b); err != nil {
 		if errors.Is(err, errCreated) {
 			return err
 		}
 		return storeError("modify models", err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return storeError("modify models: commit", err)
+	if b.BeforeCommitFunc != nil {
+		if err := b.BeforeCommitFunc(ctx); err != nil {
+			return err
+		}
+	}
+	if err := tx.commit(ctx); err != nil {
+		return storeError("modify models", err)
 	}
 	return nil
 }
@@ -439,7 +509,7 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 // existing returns the ids among ids, other than those of found, that name
 // a model: read without locking, they are the ones another transaction
 // holds.
-func (s *Store) existing(ctx context.Context, tx pgx.Tx, ids []string, found []refresh.Model) ([]string, error) {
+func (s *Store) existing(ctx context.Context, tx conn, ids []string, found []refresh.Model) ([]string, error) {
 	have := make(map[string]bool, len(found))
 	for _, m := range found {
 		have[m.ID] = true
@@ -457,48 +527,56 @@ func (s *Store) existing(ctx context.Context, tx pgx.Tx, ids []string, found []r
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// TakeEvents passes the events of the oldest outbox rows, about limit of
-// them (at least one row's), to fn and deletes those rows if fn returns
-// nil, in one transaction. A transaction-scoped advisory lock lets one
-// caller at a time take events; the others get refresh.ErrBusy.
-func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) error) (int, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, storeError("take events", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+// eventBytes is about the length of an event's JSON in the outbox.
+const eventBytes = 200
 
-	var mine bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.freshen_outbox'))`).Scan(&mine); err != nil {
-		return 0, storeError("take events", err)
-	}
-	if !mine {
-		return 0, refresh.ErrBusy
-	}
-	rows, err := tx.Query(ctx, `SELECT id, events FROM outbox ORDER BY id LIMIT 1000`)
-	if err != nil {
-		return 0, storeError("take events", err)
-	}
+// TakeEvents passes the events of the oldest outbox rows, about limit of
+// them (at least one row's, the rows read up to about limit events' worth
+// of text), to fn and deletes those rows if fn returns nil, in one
+// transaction. A transaction-scoped advisory lock lets one caller at a time
+// take events; the others get refresh.ErrBusy.
+func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) error) (int, error) {
+	// One round trip takes the lock and, if it is ours, reads the rows;
+	// another deletes them and commits.
+	mine := false
 	var ids []int64
 	var events []refresh.Event
-	for rows.Next() && len(events) < limit {
-		var id int64
-		var text []byte
-		if err := rows.Scan(&id, &text); err != nil {
-			rows.Close()
-			return 0, storeError("take events", err)
+	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id *int64
+			var text []byte
+			if err := rows.Scan(&mine, &id, &text); err != nil {
+				return err
+			}
+			if id == nil {
+				continue
+			}
+			events = slices.Grow(events, len(text)/(eventBytes-20))
+			var err error
+			if events, err = parseEvents(text, events); err != nil {
+				return fmt.Errorf("outbox row %d: %w", *id, err)
+			}
+			ids = append(ids, *id)
 		}
-		var es []refresh.Event
-		if err := json.Unmarshal(text, &es); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("take events: outbox row %d: %w", id, err)
-		}
-		ids = append(ids, id)
-		events = append(events, es...)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	}, `WITH lock AS (
+			SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.freshen_outbox')) AS mine
+		)
+		SELECT lock.mine, o.id, o.events FROM lock
+		LEFT JOIN LATERAL (
+			SELECT id, events FROM (
+				SELECT id, events, sum(octet_length(events)) OVER (ORDER BY id) - octet_length(events) AS before
+				FROM outbox WHERE lock.mine ORDER BY id LIMIT 1000
+			) r WHERE before < $1
+		) o ON true
+		ORDER BY o.id`, eventBytes*limit)
+	if err != nil {
 		return 0, storeError("take events", err)
+	}
+	defer tx.rollback() // a no-op after the commit
+	if !mine {
+		return 0, refresh.ErrBusy
 	}
 	if len(ids) == 0 {
 		return 0, nil
@@ -506,11 +584,20 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 	if err := fn(events); err != nil {
 		return 0, err
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = ANY($1)`, ids); err != nil {
-		return 0, storeError("take events", err)
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM outbox WHERE id = ANY($1)`, ids)
+	b.Queue("COMMIT")
+	res := tx.SendBatch(ctx, b)
+	_, err = res.Exec()
+	if err == nil {
+		_, err = res.Exec()
+		tx.ended = true
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, storeError("take events: commit", err)
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, storeError("take events", err)
 	}
 	return len(events), nil
 }

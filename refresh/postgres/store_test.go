@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -227,7 +228,14 @@ func TestClaimDueBatches(t *testing.T) {
 		(SELECT count(*) FROM models WHERE attempt_no = 1 AND refresh_at = $1),
 		(SELECT count(*) FROM attempts)`, t0.Add(time.Hour)).Scan(&models, &attempts))
 	require.Equal(t, 2500, models)
-	require.Equal(t, 2500, attempts)
+	// Each running attempt is its model's own: no history row until it
+	// ends, and the history shows it.
+	require.Zero(t, attempts)
+	for _, id := range []string{"m00001", "m01000", "m01001", "m02500"} {
+		h, err := b.store.History(ctx, id, 0)
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Attempt{{ModelID: id, UID: id + ":1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}}, h)
+	}
 	next, ok, err := b.store.NextDue(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -235,7 +243,7 @@ func TestClaimDueBatches(t *testing.T) {
 }
 
 // startAll starts an attempt of every due model: refresh_at moves to the
-// deadline, an hour on, and a history row is inserted.
+// deadline, an hour on, with the attempt's history row.
 func startAll(due []refresh.Model) (refresh.Batch, error) {
 	changes := make([]refresh.Change, len(due))
 	for i, m := range due {
@@ -470,4 +478,176 @@ func TestStoreSetLimits(t *testing.T) {
 	for n := range 20 {
 		require.LessOrEqual(t, got.Policy.Delay(1, "many", n, t0), 90*time.Minute, "the jitter stays within the bound limits")
 	}
+}
+
+// An attempt's history row is written when it ends; meanwhile the history
+// shows the running attempt from its model, first, also next to a row of
+// the same start time. Deleting a model deletes its history.
+func TestHistoryOfRunningAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	s := b.store
+	put(t, s, model("m", t0))
+	run := func(uid string, no int, at time.Time) refresh.Attempt {
+		a := refresh.Attempt{ModelID: "m", UID: uid, AttemptNo: no, StartedAt: at, DeadlineAt: at.Add(time.Hour)}
+		require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
+			m := found[0]
+			m.AttemptUID, m.AttemptNo, m.StartedAt, m.DeadlineAt, m.RefreshAt = uid, no, at, at.Add(time.Hour), at.Add(time.Hour)
+			return refresh.Batch{Changes: []refresh.Change{{Model: m, Attempt: &a}}}, nil
+		}))
+		return a
+	}
+	end := func(a refresh.Attempt, outcome string) refresh.Attempt {
+		a.FinishedAt, a.Outcome = a.StartedAt, outcome
+		require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
+			m := found[0]
+			m.AttemptUID, m.StartedAt, m.DeadlineAt = "", time.Time{}, time.Time{}
+			return refresh.Batch{Changes: []refresh.Change{{Model: m, Attempt: &a}}}, nil
+		}))
+		return a
+	}
+	rows := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&n))
+		return n
+	}
+	history := func(limit int) []refresh.Attempt {
+		h, err := s.History(ctx, "m", limit)
+		require.NoError(t, err)
+		return h
+	}
+
+	u1 := run("u1", 1, t0)
+	require.Zero(t, rows(), "a running attempt held by its model has no row")
+	require.Equal(t, []refresh.Attempt{u1}, history(0))
+	u1 = end(u1, refresh.AttemptSuperseded)
+	require.Equal(t, 1, rows())
+	// Superseded and started again at the same instant: the running one is
+	// the newer.
+	u2 := run("u2", 1, t0)
+	require.Equal(t, []refresh.Attempt{u2, u1}, history(0))
+	require.Equal(t, []refresh.Attempt{u2}, history(1))
+	u2 = end(u2, refresh.OutcomeSuccess)
+	require.Equal(t, []refresh.Attempt{u2, u1}, history(0))
+	require.Equal(t, 2, rows())
+
+	// A row written at the start (as earlier versions did) is not shown
+	// twice, and is completed at the end.
+	u3 := refresh.Attempt{ModelID: "m", UID: "u3", AttemptNo: 1, StartedAt: t0.Add(time.Hour), DeadlineAt: t0.Add(2 * time.Hour)}
+	_, err := b.pool.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at, deadline_at) VALUES ($1, 'm', 1, $2, $3)`,
+		u3.UID, u3.StartedAt, u3.DeadlineAt)
+	require.NoError(t, err)
+	run("u3", 1, u3.StartedAt)
+	require.Equal(t, []refresh.Attempt{u3, u2, u1}, history(0))
+	u3 = end(u3, refresh.OutcomeSuccess)
+	require.Equal(t, []refresh.Attempt{u3, u2, u1}, history(0))
+	require.Equal(t, 3, rows())
+
+	require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
+		return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Delete: true}}}, nil
+	}))
+	require.Zero(t, rows(), "the history goes with its model")
+}
+
+// A batch's BeforeCommitFunc runs once the batch is written, its models
+// still locked; if it fails, nothing is committed.
+func TestBeforeCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	put(t, s, model("a", t0))
+	var busy []string
+	fail := errors.New("redis down")
+	claim := func(hookErr error) error {
+		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
+			b, err := startAll(due)
+			b.BeforeCommitFunc = func(ctx context.Context) error {
+				// Another transaction finds the model locked.
+				return errors.Join(s.TryModify(ctx, []string{"a"}, func(found []refresh.Model, b []string) (refresh.Batch, error) {
+					busy = b
+					return refresh.Batch{}, nil
+				}), hookErr)
+			}
+			return b, err
+		})
+		return err
+	}
+	require.ErrorIs(t, claim(fail), fail)
+	require.Equal(t, []string{"a"}, busy)
+	got, err := s.Get(ctx, "a")
+	require.NoError(t, err)
+	require.False(t, got.Running(), "rolled back")
+
+	busy = nil
+	require.NoError(t, claim(nil))
+	require.Equal(t, []string{"a"}, busy)
+	got, err = s.Get(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, "a:1", got.AttemptUID)
+}
+
+// An update writes the columns its batch changes, each to the new value,
+// whatever else the batch's other models change, and keeps the others.
+func TestUpdateChangedColumns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t).store
+	t1 := t0.Add(90 * time.Minute)
+	yes := true
+	edits := map[string]func(*refresh.Model){
+		"queue":    func(m *refresh.Model) { m.Queue = "thumbs" },
+		"payload":  func(m *refresh.Model) { m.Payload = json.RawMessage(`{"n": 2}`) },
+		"nopayld":  func(m *refresh.Model) { m.Payload = nil },
+		"policy":   func(m *refresh.Model) { m.Policy.Timeout = refresh.Duration(time.Minute); m.Policy.Retry.Align = &yes },
+		"created":  func(m *refresh.Model) { m.CreatedAt = t1 },
+		"refresh":  func(m *refresh.Model) { m.RefreshAt = time.Time{} },
+		"deadline": func(m *refresh.Model) { m.DeadlineAt = t1 },
+		"no":       func(m *refresh.Model) { m.AttemptNo = 7 },
+		"uid":      func(m *refresh.Model) { m.AttemptUID = "u9" },
+		"started":  func(m *refresh.Model) { m.StartedAt = t1 },
+		"failures": func(m *refresh.Model) { m.ConsecutiveFailures = 3 },
+		"failing":  func(m *refresh.Model) { m.FailingSince = t1 },
+		"success":  func(m *refresh.Model) { m.LastSuccessAt = t1 },
+		"error":    func(m *refresh.Model) { m.LastError = &refresh.LastError{Kind: "http_503", Message: "503", At: t1} },
+		"noerror":  func(m *refresh.Model) { m.LastError = nil },
+		"emptyerr": func(m *refresh.Model) { m.LastError = &refresh.LastError{At: t1} },
+		"disabled": func(m *refresh.Model) { m.DisabledAt, m.DisabledReason = t1, "Gave up." },
+		"paused":   func(m *refresh.Model) { m.Paused = true },
+		"status":   func(m *refresh.Model) { m.StatusMessage = "42%" },
+		"nothing":  func(m *refresh.Model) {},
+	}
+	var all []string
+	var ms []refresh.Model
+	for id := range edits {
+		m := model(id, t0)
+		m.LastError = &refresh.LastError{Kind: "old", Message: "before", At: t0}
+		all, ms = append(all, id), append(ms, m)
+	}
+	put(t, s, ms...)
+	want := map[string]refresh.Model{}
+	require.NoError(t, s.Modify(ctx, all, func(found []refresh.Model) (refresh.Batch, error) {
+		var b refresh.Batch
+		for _, m := range found {
+			edits[m.ID](&m)
+			want[m.ID] = m
+			b.Changes = append(b.Changes, refresh.Change{Model: m})
+		}
+		return b, nil
+	}))
+	for _, id := range all {
+		got, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want[id], got, id)
+	}
+	// Models of one kind of change only: the statement sets those columns.
+	require.NoError(t, s.Modify(ctx, []string{"no"}, func(found []refresh.Model) (refresh.Batch, error) {
+		m := found[0]
+		m.AttemptNo = 8
+		want["no"] = m
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
+	}))
+	got, err := s.Get(ctx, "no")
+	require.NoError(t, err)
+	require.Equal(t, want["no"], got)
 }

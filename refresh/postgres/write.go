@@ -1,15 +1,14 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -18,9 +17,8 @@ import (
 // another transaction created it after ours looked for it.
 var errCreated = errors.New("a model was created concurrently")
 
-// modelUnnest turns the arrays of modelArrays.args into rows. A NULL
-// policy, and keep_payload, tell an update to keep the stored value: most
-// writes (starts, outcomes) change neither, and so skip re-encoding them.
+// modelUnnest turns the arrays of modelArrays.args into rows, for inserts
+// (keep_payload is always false there).
 const modelUnnest = `unnest($1::text[], $2::text[], $3::text[], $4::text[],
 		$5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::int[], $9::text[],
 		$10::timestamptz[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::text[],
@@ -29,20 +27,6 @@ const modelUnnest = `unnest($1::text[], $2::text[], $3::text[], $4::text[],
 		attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
 		last_success_at, last_error_kind, last_error_message, last_error_at,
 		disabled_at, disabled_reason, paused, status_message, keep_payload)`
-
-const updateModels = `UPDATE models AS m SET
-		queue = u.queue,
-		payload = CASE WHEN u.keep_payload THEN m.payload ELSE u.payload::json END,
-		policy = coalesce(u.policy::jsonb, m.policy),
-		created_at = u.created_at, refresh_at = u.refresh_at, deadline_at = u.deadline_at,
-		attempt_no = u.attempt_no, attempt_uid = u.attempt_uid, started_at = u.started_at,
-		consecutive_failures = u.consecutive_failures, failing_since = u.failing_since,
-		last_success_at = u.last_success_at, last_error_kind = u.last_error_kind,
-		last_error_message = u.last_error_message, last_error_at = u.last_error_at,
-		disabled_at = u.disabled_at, disabled_reason = u.disabled_reason,
-		paused = u.paused, status_message = u.status_message, updated_at = now()
-	FROM ` + modelUnnest + `
-	WHERE m.id = u.id`
 
 const insertModels = `INSERT INTO models (` + modelColumns + `, updated_at)
 	SELECT u.id, u.queue, u.payload::json, u.policy::jsonb, u.created_at, u.refresh_at,
@@ -59,29 +43,19 @@ const attemptUnnest = `unnest($1::text[], $2::text[], $3::int[], $4::timestamptz
 	AS u(uid, model_id, attempt_no, started_at, deadline_at, finished_at, outcome,
 		error_kind, error_message, decision, delay_ns)`
 
-// insertAttempts adds the history rows of new attempts. A row that exists
+// insertAttempts adds the history rows of attempts that are still running,
+// when the model written does not hold them (see write). A row that exists
 // is left as it is: a start never overwrites an attempt already recorded.
 const insertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
 		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
 	SELECT * FROM ` + attemptUnnest + `
 	ON CONFLICT (uid) DO NOTHING`
 
-// endAttempts completes history rows by uid. A row keeps the model it was
-// inserted for.
-const endAttempts = `UPDATE attempts AS a SET
-		attempt_no = u.attempt_no, started_at = u.started_at,
-		deadline_at = u.deadline_at, finished_at = u.finished_at,
-		outcome = u.outcome, error_kind = u.error_kind,
-		error_message = u.error_message, decision = u.decision,
-		delay_ns = u.delay_ns
-	FROM ` + attemptUnnest + `
-	WHERE a.uid = u.uid`
-
-// upsertAttempts inserts history rows, or completes them by uid. write
-// uses it only for the ends of attempts that have no row yet (their start
-// was written in the same call, or never). A row keeps the model it was
-// inserted for.
-const upsertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
+// endAttempts writes the history rows of attempts that ended: it inserts
+// them, or completes by uid the rows written when they started (by a start
+// not held by its model, or by an earlier version, which wrote a row at
+// every start). A row keeps the model it was inserted for.
+const endAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
 		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
 	SELECT * FROM ` + attemptUnnest + `
 	ON CONFLICT (uid) DO UPDATE SET
@@ -105,21 +79,15 @@ type modelArrays struct {
 	paused, keepPayload                                         []bool
 }
 
-// add appends m. old, if not nil, is the stored model that m replaces:
-// the policy and payload are sent only if they differ from it.
-func (a *modelArrays) add(m refresh.Model, old *refresh.Model) error {
-	var policy *string
-	if old == nil || !reflect.DeepEqual(old.Policy, m.Policy) {
-		b, err := json.Marshal(m.Policy)
-		if err != nil {
-			return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
-		}
-		p := string(b)
-		policy = &p
+// add appends m.
+func (a *modelArrays) add(m refresh.Model) error {
+	b, err := json.Marshal(m.Policy)
+	if err != nil {
+		return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
 	}
-	keepPayload := old != nil && bytes.Equal(old.Payload, m.Payload)
+	policy := string(b)
 	var payload *string
-	if len(m.Payload) > 0 && !keepPayload {
+	if len(m.Payload) > 0 {
 		p := string(m.Payload)
 		payload = &p
 	}
@@ -131,7 +99,7 @@ func (a *modelArrays) add(m refresh.Model, old *refresh.Model) error {
 	a.id = append(a.id, m.ID)
 	a.queue = append(a.queue, m.Queue)
 	a.payload = append(a.payload, payload)
-	a.policy = append(a.policy, policy)
+	a.policy = append(a.policy, &policy)
 	a.createdAt = append(a.createdAt, m.CreatedAt)
 	a.refreshAt = append(a.refreshAt, nullTime(m.RefreshAt))
 	a.deadlineAt = append(a.deadlineAt, nullTime(m.DeadlineAt))
@@ -148,7 +116,7 @@ func (a *modelArrays) add(m refresh.Model, old *refresh.Model) error {
 	a.disabledReason = append(a.disabledReason, nullString(m.DisabledReason))
 	a.paused = append(a.paused, m.Paused)
 	a.statusMessage = append(a.statusMessage, nullString(m.StatusMessage))
-	a.keepPayload = append(a.keepPayload, keepPayload)
+	a.keepPayload = append(a.keepPayload, false)
 	return nil
 }
 
@@ -197,27 +165,39 @@ func dueAt(m refresh.Model) time.Time {
 	return m.RefreshAt
 }
 
-// write stores batch b in tx with at most seven statements sent in one
-// round trip, and one more after it only when the end of an attempt finds
-// no history row to complete (its start is in the same batch, or was never
-// written). A start adds its row, an end completes it. locked are the models
-// the transaction holds: a change to one of them updates it (or deletes it),
-// any other change creates its model (errCreated if it exists by then).
-// When several changes name the same model, or several attempts the same
-// uid, the last one wins. The batch's events go to the outbox as one row. If
-// a written model can become due earlier than before, write notifies
-// NotifyChannel.
-func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh.Batch) error {
+// write stores batch b in t with at most eight statements sent in one
+// round trip, followed, when the batch has no BeforeCommitFunc, by the
+// COMMIT. locked are the models the transaction holds: a change to one
+// of them updates it (or deletes it, with its history), any other change
+// creates its model (errCreated if it exists by then). When several
+// changes name the same model, or several attempts the same uid, the last
+// one wins. The batch's events go to the outbox as one row. If a written
+// model can become due earlier than before, write notifies NotifyChannel.
+//
+// History rows: the end of an attempt inserts its row (or completes the row
+// written at its start). A start writes no row when the model written holds
+// that very attempt (uid, number, start and deadline): the running attempt
+// is the model's own, and History shows it from there until its end writes
+// the row, in the same transaction as the model change that ends it. Any
+// other start inserts its row.
+func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) error {
+	locked := held.models
 	changes := batch.Changes
+	// Without a hook to call before the commit, the commit goes with the
+	// writes.
+	commit := batch.BeforeCommitFunc == nil
 	if len(changes) == 0 && len(batch.Events) == 0 {
+		if commit {
+			return t.commit(ctx)
+		}
 		return nil
 	}
-	before := make(map[string]refresh.Model, len(locked))
-	for _, m := range locked {
-		before[m.ID] = m
+	before := make(map[string]int, len(locked)) // id -> index in locked
+	for i := range locked {
+		before[locked[i].ID] = i
 	}
 	lastModel := make(map[string]int, len(changes))
-	lastAttempt := make(map[string]int)
+	lastAttempt := make(map[string]int, len(changes))
 	for i, c := range changes {
 		lastModel[c.Model.ID] = i
 		if c.Attempt != nil {
@@ -225,11 +205,15 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 		}
 	}
 
-	var updates, inserts modelArrays
+	var inserts modelArrays
 	var starts, ends attemptArrays
 	var deletes []string
+	var updated []*refresh.Model
+	var updatedTIDs []pgtype.TID
+	var mask uint32 // the columns the updates change
 	notify := false
-	for i, c := range changes {
+	for i := range changes {
+		c := &changes[i]
 		last := lastModel[c.Model.ID] == i
 		if last && c.Delete {
 			if _, exists := before[c.Model.ID]; exists {
@@ -242,33 +226,43 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 			if a.ModelID == "" {
 				a.ModelID = c.Model.ID
 			}
-			if a.FinishedAt.IsZero() && a.Outcome == "" {
-				starts.add(a)
-			} else {
+			switch {
+			case !a.FinishedAt.IsZero() || a.Outcome != "":
 				ends.add(a)
+			case a.ModelID != c.Model.ID || !holds(changes[lastModel[c.Model.ID]], a):
+				starts.add(a)
 			}
 		}
 		if !last {
 			continue
 		}
-		old, exists := before[c.Model.ID]
-		var err error
-		if exists {
-			err = updates.add(c.Model, &old)
-		} else {
-			err = inserts.add(c.Model, nil)
-		}
-		if err != nil {
+		var old refresh.Model
+		if j, exists := before[c.Model.ID]; exists {
+			old = locked[j]
+			mask |= changedColumns(&locked[j], &c.Model)
+			updated = append(updated, &c.Model)
+			updatedTIDs = append(updatedTIDs, held.tids[j])
+		} else if err := inserts.add(c.Model); err != nil {
 			return err
 		}
 		if next, prev := dueAt(c.Model), dueAt(old); !next.IsZero() && (prev.IsZero() || next.Before(prev)) {
 			notify = true
 		}
 	}
+	var updates *updateArrays
+	if len(updated) > 0 {
+		updates = newUpdateArrays(mask, len(updated))
+		updates.tid = updatedTIDs
+		for _, m := range updated {
+			if err := updates.add(m); err != nil {
+				return err
+			}
+		}
+	}
 	var outbox []byte
 	if len(batch.Events) > 0 {
 		var err error
-		if outbox, err = json.Marshal(batch.Events); err != nil {
+		if outbox, err = appendEvents(make([]byte, 0, 256*len(batch.Events)), batch.Events); err != nil {
 			return fmt.Errorf("encode %d events: %w", len(batch.Events), err)
 		}
 	}
@@ -276,12 +270,13 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 	b := &pgx.Batch{}
 	if len(deletes) > 0 {
 		b.Queue(`DELETE FROM models WHERE id = ANY($1)`, deletes)
+		b.Queue(`DELETE FROM attempts WHERE model_id = ANY($1)`, deletes)
 	}
 	if len(inserts.id) > 0 {
 		b.Queue(insertModels, inserts.args()...)
 	}
-	if len(updates.id) > 0 {
-		b.Queue(updateModels, updates.args()...)
+	if updates != nil {
+		b.Queue(updateStatement(mask), updates.args()...)
 	}
 	if len(starts.uid) > 0 {
 		b.Queue(insertAttempts, starts.args()...)
@@ -290,17 +285,22 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 		b.Queue(endAttempts, ends.args()...)
 	}
 	if outbox != nil {
-		b.Queue(`INSERT INTO outbox (events) VALUES ($1)`, string(outbox))
+		b.Queue(`INSERT INTO outbox (events) VALUES ($1)`, outbox)
 	}
 	if notify {
 		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
 	}
-	res := tx.SendBatch(ctx, b)
-	endedAll := true
+	if commit {
+		b.Queue("COMMIT")
+	}
+	res := t.SendBatch(ctx, b)
 	err := func() error {
 		if len(deletes) > 0 {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("delete %d models: %w", len(deletes), err)
+			}
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("delete the history of %d models: %w", len(deletes), err)
 			}
 		}
 		if len(inserts.id) > 0 {
@@ -312,7 +312,7 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 				return fmt.Errorf("insert %d models: %d existed: %w", len(inserts.id), int64(len(inserts.id))-n, errCreated)
 			}
 		}
-		if len(updates.id) > 0 {
+		if updates != nil {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("update %d models: %w", len(updates.id), err)
 			}
@@ -323,11 +323,9 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 			}
 		}
 		if len(ends.uid) > 0 {
-			tag, err := res.Exec()
-			if err != nil {
+			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("end %d attempts: %w", len(ends.uid), err)
 			}
-			endedAll = tag.RowsAffected() == int64(len(ends.uid))
 		}
 		if outbox != nil {
 			if _, err := res.Exec(); err != nil {
@@ -339,19 +337,26 @@ func write(ctx context.Context, tx pgx.Tx, locked []refresh.Model, batch refresh
 				return fmt.Errorf("notify: %w", err)
 			}
 		}
+		if commit {
+			// Ended either way: a COMMIT that fails rolls back.
+			_, err := res.Exec()
+			t.ended = true
+			if err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+		}
 		return nil
 	}()
 	if cerr := res.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err != nil || endedAll {
-		return err
-	}
-	// Some ends found no row to complete: write them all again as upserts,
-	// which insert the missing rows (uids are distinct within ends, and
-	// rewriting a completed row with the same values changes nothing).
-	if _, err := tx.Exec(ctx, upsertAttempts, ends.args()...); err != nil {
-		return fmt.Errorf("write %d attempts: %w", len(ends.uid), err)
-	}
-	return nil
+	return err
+}
+
+// holds reports whether the model that c writes holds attempt a as its
+// running attempt.
+func holds(c refresh.Change, a refresh.Attempt) bool {
+	m := c.Model
+	return !c.Delete && m.AttemptUID == a.UID && m.AttemptNo == a.AttemptNo &&
+		m.StartedAt.Equal(a.StartedAt) && m.DeadlineAt.Equal(a.DeadlineAt)
 }
