@@ -101,6 +101,19 @@ func appendOutcome(b []byte, o *refresh.Outcome) []byte {
 		b = append(b, `,"user_message":`...)
 		b = appendString(b, o.UserMessage)
 	}
+	if !o.Until.IsZero() && encodable(o.Until) {
+		// A time json.Marshal refuses cannot have come from a worker's
+		// JSON; it is left out rather than sent unreadable.
+		b = append(b, `,"until":`...)
+		b = appendTime(b, o.Until)
+	}
+	if o.For != 0 {
+		b = append(b, `,"for":`...)
+		b = appendString(b, o.For.String())
+	}
+	if o.Unchanged {
+		b = append(b, `,"unchanged":true`...)
+	}
 	return append(b, '}')
 }
 

@@ -41,7 +41,7 @@ func randomTime(r *rand.Rand) time.Time {
 func TestEncodeJobsAndOutcomes(t *testing.T) {
 	// A new field must be added to the encoders (and here).
 	require.Equal(t, 7, reflect.TypeFor[refresh.Job]().NumField())
-	require.Equal(t, 9, reflect.TypeFor[refresh.Outcome]().NumField())
+	require.Equal(t, 12, reflect.TypeFor[refresh.Outcome]().NumField())
 	r := rand.New(rand.NewPCG(3, 4))
 	text := func() string { return encodeTexts[r.IntN(len(encodeTexts))] }
 	for range 3000 {
@@ -54,7 +54,10 @@ func TestEncodeJobsAndOutcomes(t *testing.T) {
 		require.Equal(t, "x"+string(want), string(got))
 
 		o := refresh.Outcome{ModelID: text(), AttemptUID: text(), Type: text(), Kind: text(), Message: text(), UserMessage: text(),
-			ArrivedAt: randomTime(r), Raw: text()}
+			ArrivedAt: randomTime(r), Raw: text(), Until: randomTime(r), Unchanged: r.IntN(2) == 0}
+		if r.IntN(2) == 0 {
+			o.For = refresh.Duration(r.Int64N(1e13))
+		}
 		if b := r.IntN(3); b < 2 {
 			v := b == 1
 			o.Retryable = &v
