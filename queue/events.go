@@ -13,6 +13,7 @@ const (
 	LifecycleDisabled       = "disabled"
 	LifecycleEnabled        = "enabled"
 	LifecycleStale          = "stale"
+	LifecycleDeleted        = "deleted"
 )
 
 // lifecycle returns the stream entry types of e. A failure or timeout is
@@ -28,6 +29,8 @@ func lifecycle(e refresh.Event) []string {
 		return []string{LifecycleEnabled}
 	case refresh.EventStale:
 		return []string{LifecycleStale}
+	case refresh.EventDelete:
+		return []string{LifecycleDeleted}
 	case refresh.EventFailure, refresh.EventTimeout:
 		switch e.Decision {
 		case refresh.DecisionDisable:

@@ -382,6 +382,7 @@ func TestLifecycle(t *testing.T) {
 		{refresh.EventTimeout, refresh.DecisionDisable, []string{"failed", "disabled"}},
 		{refresh.EventEnable, "", []string{"enabled"}},
 		{refresh.EventStale, "", []string{"stale"}},
+		{refresh.EventDelete, "", []string{"deleted"}},
 		{refresh.EventCreate, "", []string{"create"}},
 		{refresh.EventPause, "", []string{"pause"}},
 		{refresh.EventCancel, "", []string{"cancel"}},
