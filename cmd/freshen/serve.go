@@ -128,7 +128,10 @@ type HTTPConfig struct {
 	ReadTimeout       time.Duration // to read a whole request, body included
 	WriteTimeout      time.Duration // from the end of the headers to the end of the response
 	IdleTimeout       time.Duration // a keep-alive connection waiting for its next request
-	MaxHeaderBytes    int
+	// RequestTimeout bounds a request's work once its headers are read
+	// (its context, which every store call takes, ends then).
+	RequestTimeout time.Duration
+	MaxHeaderBytes int
 	// MaxConns bounds the connections open at once. When they are all
 	// open, the one idle the longest is closed for a new client; while all
 	// are busy with requests, new clients wait in the kernel's backlog.
@@ -181,6 +184,7 @@ func NewMain(logOut io.Writer) *Main {
 				ReadTimeout:       30 * time.Second,
 				WriteTimeout:      60 * time.Second,
 				IdleTimeout:       60 * time.Second,
+				RequestTimeout:    refreshhttp.DefaultRequestTimeout,
 				MaxHeaderBytes:    64 << 10,
 				MaxConns:          1000,
 			},
@@ -276,6 +280,7 @@ func (m *Main) ParseFlags(args []string) error {
 	durationVar(fs, &h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest to read a whole request, body included")
 	durationVar(fs, &h.WriteTimeout, "http-write-timeout", h.WriteTimeout, "longest from the end of a request's headers to the end of its response")
 	durationVar(fs, &h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "longest a keep-alive connection waits for its next request")
+	durationVar(fs, &h.RequestTimeout, "http-request-timeout", h.RequestTimeout, "longest a request may work once its headers are read; then it answers 503 and its database work is cancelled")
 	fs.IntVar(&h.MaxHeaderBytes, "http-max-header-bytes", h.MaxHeaderBytes, "largest request header accepted")
 	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "most HTTP connections open at once; when all are open, the one idle the longest is closed for a new client, and while all are busy new clients wait")
 
@@ -329,7 +334,7 @@ func (m *Main) ParseFlags(args []string) error {
 		v    time.Duration
 	}{
 		{"--max-sleep", c.MaxSleep}, {"--consumer-lease", c.ConsumerLease}, {"--http-read-header-timeout", h.ReadHeaderTimeout}, {"--http-read-timeout", h.ReadTimeout},
-		{"--http-write-timeout", h.WriteTimeout}, {"--http-idle-timeout", h.IdleTimeout},
+		{"--http-write-timeout", h.WriteTimeout}, {"--http-idle-timeout", h.IdleTimeout}, {"--http-request-timeout", h.RequestTimeout},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("%s: must be > 0, got %s", d.name, d.v)
@@ -502,6 +507,7 @@ func (m *Main) Run(ctx context.Context) error {
 		refreshhttp.WithCollectors(m.queue.Collectors()...),
 		refreshhttp.WithAuth(m.auth),
 		refreshhttp.WithDeadLetters(m.queue),
+		refreshhttp.WithRequestTimeout(c.HTTP.RequestTimeout),
 	)
 
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -72,13 +72,14 @@ func TestServeParseFlags(t *testing.T) {
 	t.Setenv("FRESHEN_DB_LOCK_TIMEOUT", "PT2S")
 	m = NewMain(io.Discard)
 	require.NoError(t, m.ParseFlags([]string{"--max-sleep", "PT30S", "--db-idle-in-transaction-timeout", "PT1.5S",
-		"--http-idle-timeout", "P1D", "--db-statement-timeout", "0s", "--instance-id", "b-2"}))
+		"--http-idle-timeout", "P1D", "--http-request-timeout", "PT5S", "--db-statement-timeout", "0s", "--instance-id", "b-2"}))
 	c = m.Config
 	require.Equal(t, 30*time.Second, c.MaxSleep)
 	require.Equal(t, 2*time.Second, c.Session.LockTimeout)
 	require.Equal(t, 1500*time.Millisecond, c.Session.IdleInTransactionTimeout)
 	require.Zero(t, c.Session.StatementTimeout)
 	require.Equal(t, 24*time.Hour, c.HTTP.IdleTimeout)
+	require.Equal(t, 5*time.Second, c.HTTP.RequestTimeout)
 	require.Equal(t, "freshen/b-2", c.Session.ApplicationName)
 	t.Setenv("FRESHEN_DB_LOCK_TIMEOUT", "")
 
