@@ -35,7 +35,7 @@
 // With tokens (WithAuth, as freshen serve has with --tokens-file), every
 // page needs a token of the API: the sign-in form takes one, checks it
 // with the same Auth as the API (Auth.Lookup) and keeps it in a cookie
-// (freshen_token: HttpOnly, SameSite=Strict, Path=/ui/, Secure over TLS,
+// (freshen_token: HttpOnly, SameSite=Strict, Path=/ui/, Secure over TLS or behind a TLS proxy,
 // for the browser's session). A request may instead send the API's
 // "Authorization: Bearer" header. The scopes are the API's: read to look,
 // write to act on models, admin (without an id prefix) for dead letters. A

@@ -17,7 +17,9 @@ import (
 )
 
 // Cookies of the dashboard, all HttpOnly, SameSite=Strict, under the base
-// path, and Secure on a TLS connection.
+// path, and Secure on a TLS connection or behind a proxy that ended TLS
+// (X-Forwarded-Proto: https). Trusting that header can only make a cookie
+// stricter: a client that forges it loses its own session over plain HTTP.
 const (
 	// sessionCookie holds the token the viewer signed in with, for the
 	// browser's session.
@@ -39,7 +41,13 @@ const maxTokenBytes = 512
 // maxAge < 0 deletes it, 0 keeps it for the browser's session.
 func (h *Handler) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: h.base + "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)}
+}
+
+// secure reports whether r came over TLS, to this server or to a proxy in
+// front of it.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // csrfKey returns the key of r's CSRF cookie, setting a new one on w when
