@@ -555,6 +555,14 @@ func (h *hostile) call(ctx context.Context, method, target string, body []byte) 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if method == http.MethodPut || method == http.MethodDelete {
+		// PUT and DELETE are idempotent: like GET, the transport may send
+		// them again on a new connection when the server closed the kept-
+		// alive one it reused just as the request went out (the connection
+		// limit closes the longest-idle connection for a new client). The
+		// empty value marks the request so without sending the header.
+		req.Header["Idempotency-Key"] = nil
+	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return 0, "", err
