@@ -189,7 +189,10 @@ func (e *NoHistoryError) Error() string {
 // the history shows are applied again at their times: a trigger where an
 // attempt was superseded, a cancel where one was cancelled, and, under an
 // on-demand policy, a trigger at each recorded start of a round (attempt
-// 1), since nothing else would start it. Enables are not in the history:
+// 1), since nothing else would start it; and when the period begins at the
+// model's creation, a trigger at its first start if the model's own
+// schedule (rec.Model.Policy) had no occurrence before it (it was created
+// with trigger: true). Enables are not in the history:
 // a replayed model that is disabled stays so until such a trigger.
 //
 // A broken rule of policy or of the period is an *refresh.ValidationError
@@ -252,9 +255,21 @@ func RunReplay(ctx context.Context, rec Recording, policy json.RawMessage, lim r
 		Default: Behaviour{Outcome: behaveSuccess},
 		Actions: recordedActions(attempts, p.Schedule == "", res.From, res.Until),
 	}
+	if a := attempts[0]; res.CoveredBy == CoveredCreation && a.AttemptNo == 1 && triggeredAtCreation(rec.Model, a.StartedAt) {
+		spec.Actions = append([]Action{{At: a.StartedAt.UTC(), Do: refresh.ActionTrigger}}, spec.Actions...)
+		spec.Actions = slices.CompactFunc(spec.Actions, func(a, b Action) bool { return a.At.Equal(b.At) && a.Do == b.Do })
+	}
 	res.Replay, err = Run(ctx, spec, lim, opts...)
 	res.RecordedTally, res.ReplayTally = TallyOf(res.Recorded), TallyOf(res.Replay)
 	return res, err
+}
+
+// triggeredAtCreation reports whether the first attempt of m, started at
+// start, must have been triggered (a model created with trigger: true):
+// m's own schedule had no occurrence from its creation to start.
+func triggeredAtCreation(m refresh.Model, start time.Time) bool {
+	first, ok := m.First(m.CreatedAt)
+	return !ok || start.Before(first)
 }
 
 // recordedActions returns the actions the recorded attempts show, in time
