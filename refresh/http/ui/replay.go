@@ -180,8 +180,8 @@ func drawReplay(res scenarios.Replayed, m, replayed refresh.Model, stopped strin
 	loc := zoneOf(m)
 	out := &replayResult{Note: res.CoverageNote(), RecordedTally: res.RecordedTally, ReplayTally: res.ReplayTally, Zone: loc}
 	from, until := chartWindow(res.Recorded, res.Replay)
-	if from.After(res.From) || until.Before(res.Until) {
-		out.Window = fmt.Sprintf("The charts show %s to %s, where the two differ; the tables list every event.", formatAt(from, loc), formatAt(until, loc))
+	if len(within(res.Recorded, from, until)) < len(res.Recorded) || len(within(res.Replay, from, until)) < len(res.Replay) {
+		out.Window = fmt.Sprintf("The charts show %s to %s; the tables under them list every event.", formatAt(from, loc), formatAt(until, loc))
 	}
 	draw := func(title string, timeline []scenarios.Entry, next func(time.Time) (time.Time, bool)) projection {
 		return projection{
