@@ -207,7 +207,11 @@ func RunReplay(ctx context.Context, rec Recording, policy json.RawMessage, lim r
 			return Replayed{}, err
 		}
 		for _, f := range v.Fields {
-			errs = append(errs, refresh.FieldError{Field: "policy." + f.Field, Rule: f.Rule})
+			field := "policy"
+			if f.Field != "" {
+				field += "." + f.Field
+			}
+			errs = append(errs, refresh.FieldError{Field: field, Rule: f.Rule})
 		}
 	}
 	switch span := rec.Until.Sub(rec.Since); {

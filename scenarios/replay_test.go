@@ -199,7 +199,7 @@ func TestReplayBadInput(t *testing.T) {
 		{"since in the future", spec.Until.Add(time.Hour), string(good), "since: must be before now"},
 		{"since too long ago", spec.Until.AddDate(0, 0, -367), string(good), "since: must be at most 366 days ago, got 8808h0m0s"},
 		{"bad policy", spec.Start, `{"retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}`, "policy.retry.backoff.multiplier: must be >= 1, got 0.5"},
-		{"policy not an object", spec.Start, `[]`, "policy"},
+		{"policy not an object", spec.Start, `[]`, "policy: must be an object, got []"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,4 +231,31 @@ func TestReplayTruncatedHistory(t *testing.T) {
 	require.Equal(t, scenarios.CoveredHistory, res.CoveredBy)
 	require.Equal(t, newest[len(newest)-1].StartedAt, res.From)
 	require.Contains(t, res.CoverageNote(), "only the newest attempts were read, the oldest started at "+newest[len(newest)-1].StartedAt.Format(time.RFC3339))
+}
+
+// A scheduled model created with trigger: true started before its first
+// occurrence; its replay triggers that start too, and replays its whole
+// history under its own policy as it went.
+func TestReplayTriggeredAtCreation(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "nightly.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{
+		"start": "2026-03-02T10:00:00Z", "until": "2026-03-05T00:00:00Z",
+		"model": {"id": "nightly", "trigger": true, "policy": {"schedule": "FREQ=DAILY;BYHOUR=2;BYMINUTE=0;BYSECOND=0", "timeout": "1h"}},
+		"default": {"outcome": "success", "after": "1m"}}`), 0o644))
+	m, history, spec := record(t, file)
+	rec := scenarios.Recording{Model: m, Attempts: history, Since: spec.Start.Add(-time.Hour), Until: spec.Until}
+	res, err := scenarios.RunReplay(context.Background(), rec, spec.Model.Policy, refresh.DefaultLimits())
+	require.NoError(t, err)
+	starts := func(timeline []scenarios.Entry) []string {
+		var out []string
+		for _, e := range timeline {
+			if e.Event == refresh.EventStart {
+				out = append(out, e.At.Format(time.RFC3339))
+			}
+		}
+		return out
+	}
+	require.Equal(t, []string{"2026-03-02T10:00:00Z", "2026-03-03T02:00:00Z", "2026-03-04T02:00:00Z"}, starts(res.Recorded))
+	require.Equal(t, starts(res.Recorded), starts(res.Replay))
 }
