@@ -34,11 +34,19 @@ type RunOption func(*runOptions)
 
 type runOptions struct {
 	maxEntries int
+	store      *memory.Store
 }
 
 // WithMaxEntries bounds the timeline to n entries (n <= 0: DefaultMaxEntries).
 func WithMaxEntries(n int) RunOption {
 	return func(o *runOptions) { o.maxEntries = n }
+}
+
+// WithStore makes Run keep the model and its history in store (which
+// must not hold the spec's model yet) instead of a store of its own, so
+// that the caller can read them afterwards.
+func WithStore(store *memory.Store) RunOption {
+	return func(o *runOptions) { o.store = store }
 }
 
 // EntriesError is Run's error when the timeline would grow past its limit.
@@ -78,7 +86,10 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		o.maxEntries = DefaultMaxEntries
 	}
 	clock := refresh.NewVirtualClock(spec.Start)
-	store := memory.NewStore()
+	store := o.store
+	if store == nil {
+		store = memory.NewStore()
+	}
 	q := memory.NewQueue(clock)
 	svc := &refresh.Service{Store: store, Clock: clock, Limits: lim}
 	sched, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: store, Queue: q, Clock: clock})
@@ -143,10 +154,7 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		}
 		timeline = timeline[:0] // the model is not new: no create entry
 		if st.AttemptUID != "" {
-			b := spec.Default
-			if len(spec.Attempts) > 0 {
-				b = spec.Attempts[0]
-			}
+			b := spec.behaviour(0, st.StartedAt)
 			started++
 			job := refresh.Job{ModelID: spec.Model.ID, AttemptUID: st.AttemptUID, StartedAt: st.StartedAt}
 			if a, ok := deliver(job, b, timeout); ok {
@@ -206,10 +214,7 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 			did = true
 		}
 		for _, job := range q.Take(queue, 1<<30) {
-			b := spec.Default
-			if started < len(spec.Attempts) {
-				b = spec.Attempts[started]
-			}
+			b := spec.behaviour(started, job.StartedAt)
 			started++
 			if a, ok := deliver(job, b, timeout); ok {
 				pending = append(pending, a)

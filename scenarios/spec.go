@@ -22,6 +22,10 @@ type Spec struct {
 	Attempts []Behaviour
 	Default  Behaviour
 	Actions  []Action
+	// Replay, if set, decides how attempts behave instead of Attempts:
+	// by their start time, as a recorded history did (Default when it has
+	// no attempt of known outcome). The JSON spec has no such field.
+	Replay *Replay
 }
 
 // SpecModel is the simulated model.

@@ -12,8 +12,17 @@ import (
 	"github.com/freshen-dev/freshen/scenarios"
 )
 
+const simulateUsage = `usage: freshen simulate [-f spec.json] [--format json|table|mermaid] [--max-entries N]
+       freshen simulate --model ID --policy FILE [--since P30D] [--until TIME] [--format ...]
+                        [--server URL] [--token TOKEN]
+
+Runs one model through the real scheduler loop on a virtual clock and prints its timeline.
+With --model, replays the model's recorded attempts of the period (read from the API)
+under the policy of FILE, beside what really happened.`
+
 // runSimulate is `freshen simulate [-f spec.json] [--format json|table|mermaid]
-// [--max-entries N]`. It stops at once on SIGINT or SIGTERM (exit status 130),
+// [--max-entries N]`, or with --model the replay of a model's history
+// (runReplay). It stops at once on SIGINT or SIGTERM (exit status 130),
 // and refuses a spec whose timeline would exceed N entries (exit status 2).
 func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
@@ -21,8 +30,11 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	file := fs.String("f", "", "spec file (JSON); standard input when empty")
 	format := fs.String("format", "json", "output format: json, table or mermaid")
 	maxEntries := fs.Int("max-entries", scenarios.DefaultMaxEntries, "most timeline entries to produce; a spec that needs more is refused (exit status 2)")
+	c := &clientCmd{name: "freshen simulate", stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
+	var r replayFlags
+	r.define(fs, c)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: freshen simulate [-f spec.json] [--format json|table|mermaid] [--max-entries N]\n\nRuns one model through the real scheduler loop on a virtual clock and prints its timeline.")
+		fmt.Fprintln(stderr, simulateUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -43,6 +55,17 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintf(stderr, "freshen simulate: --format must be json, table or mermaid, got %q\n", *format)
 		return 2
 	}
+	if r.model != "" || r.policy != "" {
+		if *file != "" {
+			fmt.Fprintln(stderr, "freshen simulate: -f goes without --model (a spec, or a replay, not both)")
+			return 2
+		}
+		return runReplay(ctx, c, args, r, *format, *maxEntries)
+	}
+	if r.set(fs) {
+		fmt.Fprintln(stderr, "freshen simulate: --since, --until, --server and --token go with --model")
+		return 2
+	}
 	var data []byte
 	var err error
 	if *file == "" {
@@ -61,17 +84,8 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return 2
 	}
 	timeline, err := scenarios.Run(ctx, spec, lim, scenarios.WithMaxEntries(*maxEntries))
-	var tooLong *scenarios.EntriesError
-	switch {
-	case errors.As(err, &tooLong):
-		fmt.Fprintf(stderr, "freshen simulate: %v (--max-entries %d)\n", err, tooLong.Limit)
-		return 2
-	case err != nil && ctx.Err() != nil:
-		fmt.Fprintln(stderr, "freshen simulate: interrupted")
-		return 130
-	case err != nil:
-		fmt.Fprintf(stderr, "freshen simulate: %v\n", err)
-		return 1
+	if code, done := simulateFailed(ctx, stderr, err); done {
+		return code
 	}
 	switch *format {
 	case "table":
@@ -86,4 +100,22 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return 1
 	}
 	return 0
+}
+
+// simulateFailed prints the error of a run, if any, and returns the exit
+// status: 2 for a timeline over its limit, 130 when interrupted, else 1.
+func simulateFailed(ctx context.Context, stderr io.Writer, err error) (int, bool) {
+	var tooLong *scenarios.EntriesError
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.As(err, &tooLong):
+		fmt.Fprintf(stderr, "freshen simulate: %v (--max-entries %d)\n", err, tooLong.Limit)
+		return 2, true
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "freshen simulate: interrupted")
+		return 130, true
+	}
+	fmt.Fprintf(stderr, "freshen simulate: %v\n", err)
+	return 1, true
 }

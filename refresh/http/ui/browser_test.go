@@ -366,6 +366,48 @@ func TestBrowser(t *testing.T) {
 		screenshot(t, ctx, dir, "model-disabled")
 	})
 
+	t.Run("replay form", func(t *testing.T) {
+		// import-7 was disabled by its first failure, a validation error.
+		// Replayed under a policy that retries every kind twice at once,
+		// the same failure costs three attempts before the disabling.
+		var policy string
+		step(t, ctx, "open the replay from the model's page",
+			chromedp.Navigate(ui+"/models/import-7"),
+			chromedp.WaitVisible(`#replay-days`, chromedp.ByQuery),
+			chromedp.SetValue(`#replay-days`, "1", chromedp.ByQuery),
+			chromedp.Click(`form.replay-open button`, chromedp.ByQuery),
+			chromedp.WaitVisible(`form.replay #policy`, chromedp.ByQuery),
+			chromedp.Value(`form.replay #policy`, &policy, chromedp.ByQuery))
+		require.Contains(t, policy, `"schedule": "FREQ=DAILY;BYHOUR=2"`, "the form proposes the model's own policy")
+
+		var recorded, replayed, rows []string
+		var pwned bool
+		step(t, ctx, "replay under another policy",
+			chromedp.SetValue(`form.replay #policy`, `{"schedule": "FREQ=DAILY;BYHOUR=2", "timezone": "America/New_York", "timeout": "15m",
+				"retry": {"delays": ["0s", "0s"], "non_retryable": []}}`, chromedp.ByQuery),
+			chromedp.Click(`form.replay button.primary`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#result svg.chart`, chromedp.ByQuery),
+			chromedp.Evaluate(`[...document.querySelectorAll("#result table.tally tbody tr")].map(r => r.cells[0].textContent + ": " + r.cells[1].textContent.trim())`, &recorded),
+			chromedp.Evaluate(`[...document.querySelectorAll("#result table.tally tbody tr")].map(r => r.cells[0].textContent + ": " + r.cells[2].textContent.trim())`, &replayed),
+			chromedp.Evaluate(`[...document.querySelectorAll("#result .projection")].map(p => p.querySelectorAll("svg.chart rect.bar").length + " bars")`, &rows),
+			chromedp.Evaluate(`window.pwned !== undefined || document.querySelector("main script, main img[src=x]") !== null`, &pwned))
+		require.Equal(t, []string{"Attempts: 1", "Retries: 0"}, recorded[:2])
+		require.Equal(t, []string{"Attempts: 3", "Retries: 2"}, replayed[:2])
+		require.NotEqual(t, "Disabled: no", recorded[2])
+		require.NotEqual(t, "Disabled: no", replayed[2])
+		require.Equal(t, []string{"1 bars", "3 bars"}, rows, "a chart of each: one attempt recorded, three replayed")
+		require.False(t, pwned, "the failure message in the replayed reason is text")
+		screenshot(t, ctx, dir, "replay")
+
+		var errText string
+		step(t, ctx, "too many days",
+			chromedp.SetValue(`#days`, "400", chromedp.ByQuery),
+			chromedp.Click(`form.replay button.primary`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#days + .field-error`, chromedp.ByQuery),
+			chromedp.Text(`#days + .field-error`, &errText, chromedp.ByQuery))
+		require.Equal(t, `must be a whole number of days from 1 to 366, got "400"`, errText)
+	})
+
 	t.Run("trigger starts an attempt", func(t *testing.T) {
 		var flash string
 		step(t, ctx, "click trigger",

@@ -12,6 +12,8 @@
 //	GET  /ui/models/{id}           one model: state, disabled reason, next runs, attempts,
 //	                               and its projected timeline
 //	POST /ui/models/{id}/{action}  trigger, enable, pause, resume or cancel
+//	GET  /ui/models/{id}/replay    the replay form: the model's last N days under a proposed policy
+//	POST /ui/models/{id}/replay    the replay (scenarios.RunReplay): recorded and replayed, side by side
 //	GET  /ui/preview               a policy and a failure pattern, simulated before saving
 //	POST /ui/preview               the simulation; or, opened from a model, saving its
 //	                               policy (write scope; refused if the model changed since)
@@ -62,5 +64,7 @@
 // 1,000 at a time, and says when its counts are partial; it reads at most
 // 500 events to find 20 a prefix-limited token may see. A search by id
 // prefix looks at most at 10,000 models per page and offers to go on. A
-// model's page reads 20 attempts and runs two bounded simulations.
+// model's page reads 20 attempts and runs two bounded simulations. A
+// replay reads at most 5,000 attempts and simulates at most 10,000 events
+// in 5 seconds.
 package ui

@@ -142,6 +142,8 @@ func New(svc *refresh.Service, opts ...Option) *Handler {
 	h.mux.HandleFunc("GET "+b+"/models", h.page(refreshhttp.ScopeRead, false, h.handleModels))
 	h.mux.HandleFunc("GET "+b+"/models/{id}", h.page(refreshhttp.ScopeRead, false, h.handleModel))
 	h.mux.HandleFunc("POST "+b+"/models/{id}/{action}", h.act(refreshhttp.ScopeWrite, false, h.handleAct))
+	h.mux.HandleFunc("GET "+b+"/models/{id}/replay", h.page(refreshhttp.ScopeRead, false, h.handleReplayForm))
+	h.mux.HandleFunc("POST "+b+"/models/{id}/replay", h.act(refreshhttp.ScopeRead, false, h.handleReplay))
 	h.mux.HandleFunc("GET "+b+"/preview", h.page(refreshhttp.ScopeRead, false, h.handlePreviewForm))
 	h.mux.HandleFunc("POST "+b+"/preview", h.act(refreshhttp.ScopeRead, false, h.handlePreview))
 	h.mux.HandleFunc("GET "+b+"/dead", h.page(refreshhttp.ScopeAdmin, true, h.handleDead))

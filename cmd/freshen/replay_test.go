@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/refresh"
+	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
+	"github.com/freshen-dev/freshen/refresh/memory"
+	"github.com/freshen-dev/freshen/scenarios"
+)
+
+// replayDir holds the recorded history's spec, the proposed policy and the
+// golden replays, shared with the tests of package scenarios.
+var replayDir = filepath.Join("..", "..", "scenarios", "testdata", "replay")
+
+// recordedServer returns the URL of an API over a memory store that holds
+// the history of replayDir/history.json, recorded by the real service and
+// loops (model bigtable-7, created 2026-03-01, disabled 2026-03-09
+// 06:05Z), and the end of that history.
+func recordedServer(t *testing.T) (string, string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(replayDir, "history.json"))
+	require.NoError(t, err)
+	lim := refresh.DefaultLimits()
+	spec, err := scenarios.ParseSpec(data, lim)
+	require.NoError(t, err)
+	store := memory.NewStore()
+	_, err = scenarios.Run(context.Background(), spec, lim, scenarios.WithStore(store))
+	require.NoError(t, err)
+	svc := &refresh.Service{Store: store, Clock: refresh.NewVirtualClock(spec.Until), Limits: lim}
+	srv := httptest.NewServer(refreshhttp.NewServer(svc))
+	t.Cleanup(srv.Close)
+	return srv.URL, spec.Until.Format("2006-01-02T15:04:05Z07:00")
+}
+
+// Replayed under give_up_after P2D instead of P3D, a model that failed
+// every day from March 6 and was disabled on March 9 would have been
+// disabled on March 8; the command prints what the library writes, in
+// every format.
+func TestSimulateReplay(t *testing.T) {
+	t.Parallel()
+	url, until := recordedServer(t)
+	policy := filepath.Join(replayDir, "policy.json")
+	for format, golden := range map[string]string{"table": "shorter-give-up.txt", "json": "shorter-give-up.json", "mermaid": "shorter-give-up.mermaid"} {
+		t.Run(format, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"simulate", "--model", "bigtable-7", "--policy", policy, "--since", "P30D",
+				"--until", until, "--format", format, "--server", url}, nil, &stdout, &stderr)
+			require.Equal(t, 0, code, stderr.String())
+			want, err := os.ReadFile(filepath.Join(replayDir, golden))
+			require.NoError(t, err)
+			require.Equal(t, string(want), stdout.String())
+		})
+	}
+
+	// The policy may come from stdin, and FRESHEN_SERVER names the API.
+	data, err := os.ReadFile(policy)
+	require.NoError(t, err)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"simulate", "--model", "bigtable-7", "--policy", "-", "--until", until, "--format", "table", "--server", url},
+		bytes.NewReader(data), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.Contains(t, stdout.String(), "disabled  2026-03-09 06:05:00  2026-03-08 06:05:00")
+}
+
+func TestSimulateReplayBadInput(t *testing.T) {
+	t.Parallel()
+	url, until := recordedServer(t)
+	policy := filepath.Join(replayDir, "policy.json")
+	badPolicy := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(badPolicy, []byte(`{"timeout": "1h", "retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}`), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"negative since", []string{"--model", "bigtable-7", "--policy", policy, "--since", "-P1D"}, 2, `--since: must be a duration > 0 such as P30D or 720h, got "-P1D"`},
+		{"zero since", []string{"--model", "bigtable-7", "--policy", policy, "--since", "0s"}, 2, `--since: must be a duration > 0`},
+		{"since not a duration", []string{"--model", "bigtable-7", "--policy", policy, "--since", "a month"}, 2, `--since: must be a duration > 0 such as P30D or 720h, got "a month"`},
+		{"since in months", []string{"--model", "bigtable-7", "--policy", policy, "--since", "P1M"}, 2, `--since: must be a duration > 0`},
+		{"since too long", []string{"--model", "bigtable-7", "--policy", policy, "--since", "P367D"}, 2, `--since: must be at most P366D, got "P367D"`},
+		{"bad until", []string{"--model", "bigtable-7", "--policy", policy, "--until", "yesterday"}, 2, `--until: must be an RFC 3339 time`},
+		{"no policy", []string{"--model", "bigtable-7"}, 2, "--policy: is required with --model"},
+		{"no model", []string{"--policy", policy}, 2, "--model: is required with --policy"},
+		{"bad model id", []string{"--model", "a b", "--policy", policy}, 2, "--model: "},
+		{"spec and model", []string{"--model", "bigtable-7", "--policy", policy, "-f", policy}, 2, "-f goes without --model"},
+		{"since without model", []string{"--since", "P1D"}, 2, "--since, --until, --server and --token go with --model"},
+		{"invalid policy", []string{"--model", "bigtable-7", "--policy", badPolicy}, 2, "retry.backoff.multiplier: must be >= 1, got 0.5"},
+		{"missing policy file", []string{"--model", "bigtable-7", "--policy", "/nonexistent/policy.json"}, 2, "--policy: open /nonexistent/policy.json"},
+		{"model not found", []string{"--model", "nope", "--policy", policy}, 1, `model "nope" not found`},
+		{"no history in the period", []string{"--model", "bigtable-7", "--policy", policy, "--since", "PT1H"}, 1,
+			`model "bigtable-7" has no recorded attempt from 2026-03-11T23:00:00Z to 2026-03-12T00:00:00Z: there is nothing to replay`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"simulate"}, tt.args...)
+			if !strings.Contains(tt.name, "without model") && !strings.Contains(tt.name, "bad until") {
+				args = append(args, "--until", until)
+			}
+			if !strings.Contains(tt.name, "without model") {
+				args = append(args, "--server", url)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+			require.Equal(t, tt.code, code, stderr.String())
+			require.Contains(t, stderr.String(), tt.want)
+			require.Empty(t, stdout.String())
+		})
+	}
+}
