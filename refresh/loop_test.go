@@ -233,7 +233,7 @@ func TestConsumerFencesAndApplies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1: it broke", bm.DisabledReason)
 
-	h, err := b.store.History(ctx, "b", 10)
+	h, err := b.store.History(ctx, "b", time.Time{}, 10)
 	require.NoError(t, err)
 	require.Len(t, h, 1)
 	require.Equal(t, []string{"failure", "boom", "disable"}, []string{h[0].Outcome, h[0].ErrorKind, h[0].Decision})

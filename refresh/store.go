@@ -17,8 +17,11 @@ type Store interface {
 	Get(ctx context.Context, id string) (Model, error)
 	// List returns models matching f, ordered by id, at most f.Limit.
 	List(ctx context.Context, f Filter) ([]Model, error)
-	// History returns the attempts of model id, newest first, at most limit.
-	History(ctx context.Context, id string, limit int) ([]Attempt, error)
+	// History returns the attempts of model id that started before
+	// before (all when before is zero), newest first, at most limit (all
+	// when limit <= 0). The StartedAt of the last attempt of a page is the
+	// before of the next.
+	History(ctx context.Context, id string, before time.Time, limit int) ([]Attempt, error)
 
 	// Modify locks the models with the given ids that exist, waiting for
 	// other callers that hold them, passes them to fn (in no particular

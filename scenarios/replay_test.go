@@ -32,7 +32,7 @@ func record(t *testing.T, file string) (refresh.Model, []refresh.Attempt, scenar
 	require.NoError(t, err)
 	m, err := store.Get(context.Background(), spec.Model.ID)
 	require.NoError(t, err)
-	history, err := store.History(context.Background(), spec.Model.ID, 0)
+	history, err := store.History(context.Background(), spec.Model.ID, time.Time{}, 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, history)
 	return m, history, spec

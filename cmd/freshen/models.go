@@ -383,6 +383,7 @@ func (c *clientCmd) modelsDelete(ctx context.Context, args []string) int {
 func (c *clientCmd) modelsHistory(ctx context.Context, args []string) int {
 	fs := c.flags("ID", "Shows a model's attempts, newest first: number, start (in the model's zone), duration,\noutcome, error, the decision of a failure and what it planned.")
 	limit := fs.Int("limit", 20, "attempts to show (1 to 1000)")
+	before := fs.String("before", "", "show the attempts started before this RFC 3339 time (the next of the previous page, printed with --json)")
 	rest, code, ok := c.parse(args, 1, 1)
 	if !ok {
 		return code
@@ -391,7 +392,7 @@ func (c *clientCmd) modelsHistory(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	list, err := c.client.Attempts(ctx, rest[0], *limit)
+	list, err := c.client.Attempts(ctx, rest[0], *before, *limit)
 	if err != nil {
 		return c.fail(err)
 	}

@@ -476,7 +476,7 @@ func TestE2EDeadCLI(t *testing.T) {
 		require.NoError(t, err)
 		return !time.Time(m.LastSuccessAt).IsZero()
 	})
-	hist, err := c.Attempts(ctx, "m1", 10)
+	hist, err := c.Attempts(ctx, "m1", "", 10)
 	require.NoError(t, err)
 	require.Len(t, hist.Attempts, 1)
 	require.Equal(t, "success", string(hist.Attempts[0].Outcome))

@@ -14,10 +14,14 @@ import (
 	"github.com/freshen-dev/freshen/scenarios"
 )
 
-// replayAttempts is how many of a model's newest attempts a replay reads:
-// the most one request of the API returns. A period with more is replayed
-// from the oldest attempt read, and the output says so.
-const replayAttempts = 1000
+// replayAttempts is how many of a model's newest attempts a replay reads
+// at most, replayPage at a time (the most one request of the API returns):
+// a replay stops at 10,000 timeline entries anyway. A period with more is
+// replayed from the oldest attempt read, and the output says so.
+const (
+	replayAttempts = 10_000
+	replayPage     = 1000
+)
 
 // replayFlags are the flags of `freshen simulate --model`.
 type replayFlags struct {
@@ -99,18 +103,31 @@ func runReplay(ctx context.Context, c *clientCmd, args []string, r replayFlags, 
 	if err != nil {
 		return c.fail(err)
 	}
-	list, err := c.client.Attempts(ctx, r.model, replayAttempts)
-	if err != nil {
-		return c.fail(err)
-	}
 	rec := scenarios.Recording{
 		Model: refresh.Model{ID: m.ID, Queue: m.Queue, Payload: m.Payload, Policy: m.Policy, CreatedAt: time.Time(m.CreatedAt),
 			State: refresh.State{DisabledAt: time.Time(m.DisabledAt), DisabledReason: string(m.DisabledReason)}},
 		Since: until.Add(-time.Duration(since)), Until: until,
-		Truncated: len(list.Attempts) >= replayAttempts,
 	}
-	for _, a := range list.Attempts {
-		rec.Attempts = append(rec.Attempts, recordedAttempt(m.ID, a))
+	// Pages of the newest attempts, until one started before the period
+	// (the replay needs the latest attempt at or before its start) or
+	// there are no more.
+	for next := ""; ; {
+		list, err := c.client.Attempts(ctx, r.model, next, replayPage)
+		if err != nil {
+			return c.fail(err)
+		}
+		for _, a := range list.Attempts {
+			rec.Attempts = append(rec.Attempts, recordedAttempt(m.ID, a))
+		}
+		n := len(rec.Attempts)
+		if list.Next == "" || n > 0 && rec.Attempts[n-1].StartedAt.Before(rec.Since) {
+			break
+		}
+		if n >= replayAttempts {
+			rec.Truncated = true
+			break
+		}
+		next = list.Next
 	}
 	res, err := scenarios.RunReplay(ctx, rec, policy, lim, scenarios.WithMaxEntries(maxEntries))
 	var none *scenarios.NoHistoryError

@@ -151,10 +151,14 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 	return err
 }
 
-// Attempts returns a model's attempts, newest first, at most limit (0: the
+// Attempts returns a model's attempts that started before before ("" or
+// the Next of the previous page), newest first, at most limit (0: the
 // server's default).
-func (c *Client) Attempts(ctx context.Context, id string, limit int) (AttemptList, error) {
+func (c *Client) Attempts(ctx context.Context, id, before string, limit int) (AttemptList, error) {
 	q := url.Values{}
+	if before != "" {
+		q.Set("before", before)
+	}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}

@@ -72,9 +72,22 @@ func TestClient(t *testing.T) {
 	require.Len(t, jobs, 1)
 	b.clock.Advance(time.Minute)
 	b.deliver(t, refresh.Outcome{ModelID: "bigtable-1", AttemptUID: jobs[0].AttemptUID, Type: refresh.OutcomeFailure, Kind: "http_503", Message: "upstream 503"})
-	attempts, err := c.Attempts(ctx, "bigtable-1", 10)
+	attempts, err := c.Attempts(ctx, "bigtable-1", "", 10)
 	require.NoError(t, err)
 	require.Len(t, attempts.Attempts, 1)
+	require.Empty(t, attempts.Next, "a short page is the last")
+	// A full page gives the cursor of the next, which holds what started
+	// before its last attempt: nothing here.
+	first, err := c.Attempts(ctx, "bigtable-1", "", 1)
+	require.NoError(t, err)
+	require.Len(t, first.Attempts, 1)
+	require.NotEmpty(t, first.Next)
+	first, err = c.Attempts(ctx, "bigtable-1", first.Next, 1)
+	require.NoError(t, err)
+	require.Empty(t, first.Attempts)
+	require.Empty(t, first.Next)
+	_, err = c.Attempts(ctx, "bigtable-1", "yesterday", 1)
+	require.ErrorContains(t, err, "before: must be an RFC 3339 time")
 	a := attempts.Attempts[0]
 	require.Equal(t, "failure", string(a.Outcome))
 	require.Equal(t, "http_503", a.ErrorKind)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -314,20 +315,32 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 // AttemptList is the body of GET /models/{id}/attempts.
 type AttemptList struct {
 	Attempts []Attempt `json:"attempts"`
+	// Next is the before of the next page (the start of the last attempt
+	// of this one, to the nanosecond), "" on the last page.
+	Next string `json:"next"`
 }
 
-// handleAttempts returns a model's attempts, newest first, at most limit
-// (default 20).
+// handleAttempts returns a model's attempts that started before ?before=
+// (an RFC 3339 time, the Next of the previous page), newest first, at most
+// limit (default 20).
 func (s *Server) handleAttempts(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	q, err := query(r, "limit")
+	q, err := query(r, "limit", "before")
 	if err != nil {
 		s.Error(w, r, err)
 		return
+	}
+	var before time.Time
+	if q.Has("before") {
+		v := q.Get("before")
+		if before, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			s.Error(w, r, invalid("before", "must be an RFC 3339 time such as 2026-03-02T06:00:00.123456Z (the next of the previous page), got %q", v))
+			return
+		}
 	}
 	limit := defaultAttempts
 	if q.Has("limit") {
@@ -344,7 +357,7 @@ func (s *Server) handleAttempts(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	list, err := s.svc.Store.History(r.Context(), id, limit)
+	list, err := s.svc.Store.History(r.Context(), id, before, limit)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -352,6 +365,9 @@ func (s *Server) handleAttempts(w http.ResponseWriter, r *http.Request) {
 	res := AttemptList{Attempts: make([]Attempt, 0, len(list))}
 	for _, a := range list {
 		res.Attempts = append(res.Attempts, newAttempt(a))
+	}
+	if len(list) == limit {
+		res.Next = list[len(list)-1].StartedAt.UTC().Format(time.RFC3339Nano)
 	}
 	writeJSON(w, http.StatusOK, res)
 }

@@ -345,7 +345,7 @@ func TestAttempts(t *testing.T) {
 	require.Equal(t, `limit: must be an integer between 1 and 1000, got "-1"`, body["error"])
 	code, body = b.do(t, "GET", "/models/m1/attempts?n=1", "")
 	require.Equal(t, http.StatusBadRequest, code)
-	require.Equal(t, "n: unknown parameter; want limit", body["error"])
+	require.Equal(t, "n: unknown parameter; want one of limit, before", body["error"])
 	code, _ = b.do(t, "GET", "/models/nope/attempts", "")
 	require.Equal(t, http.StatusNotFound, code)
 }

@@ -302,7 +302,7 @@ func TestQueryThatDoesNotParseIsRefused(t *testing.T) {
 		{"/models?queue=%zz", `query: invalid URL escape "%zz"`},
 		{"/models/m1?x=1", "x: unknown parameter; this route takes no parameters"},
 		{"/models/m1/attempts?limit=1&limit=2", "limit: must be given once"},
-		{"/models/m1/attempts?limit=1&n=2", "n: unknown parameter; want limit"},
+		{"/models/m1/attempts?limit=1&n=2", "n: unknown parameter; want one of limit, before"},
 	}
 	for _, tt := range tests {
 		rec := b.raw(t, "GET", tt.target, "")

@@ -81,8 +81,9 @@ func (s *Store) List(_ context.Context, f refresh.Filter) ([]refresh.Model, erro
 	return out, nil
 }
 
-// History returns the attempts of model id, newest first.
-func (s *Store) History(_ context.Context, id string, limit int) ([]refresh.Attempt, error) {
+// History returns the attempts of model id that started before before
+// (all when zero), newest first, at most limit.
+func (s *Store) History(_ context.Context, id string, before time.Time, limit int) ([]refresh.Attempt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.models[id]; !ok {
@@ -91,7 +92,9 @@ func (s *Store) History(_ context.Context, id string, limit int) ([]refresh.Atte
 	all := s.attempts[id]
 	var out []refresh.Attempt
 	for i := len(all) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
-		out = append(out, all[i])
+		if before.IsZero() || all[i].StartedAt.Before(before) {
+			out = append(out, all[i])
+		}
 	}
 	return out, nil
 }

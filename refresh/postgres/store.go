@@ -301,10 +301,14 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 // attempt_history shows them: the running attempt, which has no row in
 // attempts until it ends (see write), is read from the model. It returns
 // an *refresh.Error with code ENOTFOUND if the model does not exist.
-func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.Attempt, error) {
+func (s *Store) History(ctx context.Context, id string, before time.Time, limit int) ([]refresh.Attempt, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
+	}
+	var until *time.Time
+	if !before.IsZero() {
+		until = &before
 	}
 	// The outer join keeps one row for an existing model without attempts,
 	// so one query tells "no history" from "no model". attempt_history
@@ -314,11 +318,12 @@ func (s *Store) History(ctx context.Context, id string, limit int) ([]refresh.At
 		FROM models m
 		LEFT JOIN LATERAL (
 			SELECT * FROM attempt_history WHERE model_id = m.id
+				AND ($3::timestamptz IS NULL OR started_at < $3)
 			ORDER BY started_at DESC, seq DESC
 			LIMIT $2
 		) a ON true
 		WHERE m.id = $1
-		ORDER BY a.started_at DESC, a.seq DESC`, id, lim)
+		ORDER BY a.started_at DESC, a.seq DESC`, id, lim, until)
 	if err != nil {
 		return nil, storeError(fmt.Sprintf("history of model %q", id), err)
 	}

@@ -195,7 +195,7 @@ func TestWriteLastChangeWins(t *testing.T) {
 	got, err := s.Get(ctx, "m")
 	require.NoError(t, err)
 	require.Equal(t, 2, got.AttemptNo)
-	h, err := s.History(ctx, "m", 0)
+	h, err := s.History(ctx, "m", time.Time{}, 0)
 	require.NoError(t, err)
 	require.Len(t, h, 1)
 	require.Equal(t, refresh.OutcomeSuccess, h[0].Outcome)
@@ -232,7 +232,7 @@ func TestClaimDueBatches(t *testing.T) {
 	// ends, and the history shows it.
 	require.Zero(t, attempts)
 	for _, id := range []string{"m00001", "m01000", "m01001", "m02500"} {
-		h, err := b.store.History(ctx, id, 0)
+		h, err := b.store.History(ctx, id, time.Time{}, 0)
 		require.NoError(t, err)
 		require.Equal(t, []refresh.Attempt{{ModelID: id, UID: id + ":1", AttemptNo: 1, StartedAt: t0, DeadlineAt: t0.Add(time.Hour)}}, h)
 	}
@@ -397,7 +397,7 @@ func TestWriteAttemptStartsAndEnds(t *testing.T) {
 
 	history := func(id string) refresh.Attempt {
 		t.Helper()
-		h, err := s.History(ctx, id, 0)
+		h, err := s.History(ctx, id, time.Time{}, 0)
 		require.NoError(t, err)
 		require.Len(t, h, 1)
 		return h[0]
@@ -513,7 +513,7 @@ func TestHistoryOfRunningAttempt(t *testing.T) {
 		return n
 	}
 	history := func(limit int) []refresh.Attempt {
-		h, err := s.History(ctx, "m", limit)
+		h, err := s.History(ctx, "m", time.Time{}, limit)
 		require.NoError(t, err)
 		return h
 	}

@@ -285,7 +285,7 @@ func testHistory(t *testing.T, s refresh.Store) {
 		Outcome: "failure", ErrorKind: "http_503", ErrorMessage: "upstream 503", Decision: "retry", Delay: time.Minute})
 	write(second)
 
-	h, err := s.History(ctx, "h", 10)
+	h, err := s.History(ctx, "h", time.Time{}, 10)
 	require.NoError(t, err)
 	require.Len(t, h, 2)
 	require.Equal(t, "u2", h[0].UID, "newest first")
@@ -298,10 +298,23 @@ func testHistory(t *testing.T, s refresh.Store) {
 	require.Equal(t, []any{"failure", "http_503", "upstream 503", "retry", time.Minute, 1},
 		[]any{u1.Outcome, u1.ErrorKind, u1.ErrorMessage, u1.Decision, u1.Delay, u1.AttemptNo})
 
-	h, err = s.History(ctx, "h", 1)
+	h, err = s.History(ctx, "h", time.Time{}, 1)
 	require.NoError(t, err)
 	require.Len(t, h, 1)
-	_, err = s.History(ctx, "nope", 10)
+	require.Equal(t, "u2", h[0].UID)
+	// The next page starts before the last attempt of this one.
+	h, err = s.History(ctx, "h", h[0].StartedAt, 1)
+	require.NoError(t, err)
+	require.Len(t, h, 1)
+	require.Equal(t, "u1", h[0].UID)
+	h, err = s.History(ctx, "h", h[0].StartedAt, 1)
+	require.NoError(t, err)
+	require.Empty(t, h, "nothing started before the first attempt")
+	h, err = s.History(ctx, "h", t0.Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Len(t, h, 1, "before is a time between the two starts")
+	require.Equal(t, "u1", h[0].UID)
+	_, err = s.History(ctx, "nope", time.Time{}, 10)
 	requireCode(t, refresh.ENOTFOUND, err)
 }
 
@@ -356,13 +369,13 @@ func testDelete(t *testing.T, s refresh.Store) {
 	del("d")
 	_, err := s.Get(ctx, "d")
 	requireCode(t, refresh.ENOTFOUND, err)
-	_, err = s.History(ctx, "d", 10)
+	_, err = s.History(ctx, "d", time.Time{}, 10)
 	requireCode(t, refresh.ENOTFOUND, err)
 	_, err = s.Get(ctx, "keep")
 	require.NoError(t, err, "only the named model goes")
 	// The id can be used again, with an empty history.
 	put(t, s, model("d", t0))
-	h, err := s.History(ctx, "d", 10)
+	h, err := s.History(ctx, "d", time.Time{}, 10)
 	require.NoError(t, err)
 	require.Empty(t, h)
 }

@@ -64,7 +64,7 @@ func (h *Handler) handleModel(w http.ResponseWriter, r *http.Request, v *viewer)
 		h.failErr(w, r, v, err)
 		return
 	}
-	history, err := h.svc.Store.History(ctx, id, historyLimit)
+	history, err := h.svc.Store.History(ctx, id, time.Time{}, historyLimit)
 	if err != nil {
 		h.failErr(w, r, v, err)
 		return

@@ -96,7 +96,7 @@ func (h *Handler) handleReplay(w http.ResponseWriter, r *http.Request, v *viewer
 		return
 	}
 	ctx := r.Context()
-	history, err := h.svc.Store.History(ctx, m.ID, replayHistory)
+	history, err := h.svc.Store.History(ctx, m.ID, time.Time{}, replayHistory)
 	if err != nil {
 		h.failErr(w, r, v, err)
 		return
