@@ -37,11 +37,12 @@ type PruneRequest struct {
 // PruneResult is what one step deleted.
 type PruneResult struct {
 	ByAge, ByCount int
-	// Next is where the count rule goes on: the After of the next step,
-	// "" once it has looked at the last model. A step that deleted Limit
-	// rows for the count rule answers its own After again: those models
-	// may have more.
+	// Next is where the count rule goes on: the After of the next step.
+	// A step that deleted Limit rows for the count rule answers its own
+	// After again: those models may have more. Done is set once the
+	// count rule has looked at the last model.
 	Next string
+	Done bool
 	// Busy is set, and nothing deleted, when another caller was pruning.
 	Busy bool
 }
@@ -203,7 +204,7 @@ func (p *Pruner) RunOnce(ctx context.Context) (PrunePass, error) {
 		ageDone = ageDone || got.ByAge < req.Limit
 		if !countDone {
 			req.After = got.Next
-			countDone = got.Next == ""
+			countDone = got.Done
 		}
 	}
 	if p.cfg.Dead != nil && p.cfg.MaxDeadLetters > 0 {

@@ -56,6 +56,8 @@ func (s *Store) PruneHistory(_ context.Context, r refresh.PruneRequest) (refresh
 	}
 	if len(ids) == r.Models {
 		res.Next = ids[len(ids)-1]
+	} else {
+		res.Done = true
 	}
 	return res, nil
 }

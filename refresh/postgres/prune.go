@@ -62,6 +62,7 @@ func (s *Store) PruneHistory(ctx context.Context, r refresh.PruneRequest) (refre
 			return err
 		}
 		if len(ids) == 0 {
+			res.Done = true
 			return nil
 		}
 		tag, err := tx.Exec(ctx, pruneByCount, ids, r.Keep, r.Limit)
@@ -74,6 +75,8 @@ func (s *Store) PruneHistory(ctx context.Context, r refresh.PruneRequest) (refre
 			res.Next = r.After
 		case len(ids) == r.Models:
 			res.Next = ids[len(ids)-1]
+		default:
+			res.Done = true
 		}
 		return nil
 	})
