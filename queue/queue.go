@@ -49,6 +49,11 @@ type Options struct {
 	// EventsMaxLen bounds the events stream (approximately, MAXLEN ~;
 	// default 100000).
 	EventsMaxLen int64
+	// MaxDeadLetters, if > 0, bounds the dead-letter list: each time this
+	// Redis sets messages aside, and at each TrimDead, the oldest entries
+	// beyond it are dropped (counted in Stats.Trimmed). Workers do not
+	// trim the list. 0 leaves it unbounded.
+	MaxDeadLetters int64
 	// ConsumerTimeout is the consumer's lease: how long it may go unseen
 	// before another consumer gives its unacknowledged outcomes back to the
 	// outcomes list (default 5s). Heartbeat renews it; without Heartbeat
@@ -93,7 +98,7 @@ type Redis struct {
 	nextRecover atomic.Int64
 
 	stats struct {
-		pushed, published, received, acked, dead, recovered, truncated atomic.Int64
+		pushed, published, received, acked, dead, recovered, truncated, trimmed atomic.Int64
 	}
 }
 
@@ -107,6 +112,9 @@ func New(client redis.UniversalClient, opt Options) (*Redis, error) {
 	}
 	if opt.Prefix == "" {
 		opt.Prefix = DefaultPrefix
+	}
+	if opt.MaxDeadLetters < 0 {
+		return nil, fmt.Errorf("queue: max dead letters: must be >= 0, got %d", opt.MaxDeadLetters)
 	}
 	if opt.EventsMaxLen <= 0 {
 		opt.EventsMaxLen = DefaultEventsMaxLen
@@ -335,7 +343,8 @@ func (r *Redis) decode(ctx context.Context, raws []string, arrived time.Time) []
 		r.log.Warn("dead-lettered outcome", "reason", reason, "message", truncateText(raw, 200))
 	}
 	if len(dead) > 0 {
-		n, err := setAside(ctx, r.client, r.keys.processingKey(r.opt.Consumer), r.keys.deadKey(), dead)
+		n, dropped, err := setAside(ctx, r.client, r.keys.processingKey(r.opt.Consumer), r.keys.deadKey(), r.opt.MaxDeadLetters, dead)
+		r.stats.trimmed.Add(int64(dropped))
 		if err != nil {
 			// They stay in the processing list: the next Receive gives
 			// them back and they are dead-lettered again.
@@ -403,10 +412,11 @@ func (r *Redis) Ack(ctx context.Context, keep []refresh.Outcome) error {
 // meanwhile, it is left to that one.
 func (r *Redis) DeadLetter(ctx context.Context, o refresh.Outcome, reason string) error {
 	entry := deadEntry(reason, o.Raw, r.clock.Now().UTC(), r.opt.Limits)
-	n, err := setAside(ctx, r.client, r.keys.processingKey(r.opt.Consumer), r.keys.deadKey(), []any{o.Raw, entry})
+	n, dropped, err := setAside(ctx, r.client, r.keys.processingKey(r.opt.Consumer), r.keys.deadKey(), r.opt.MaxDeadLetters, []any{o.Raw, entry})
 	if err != nil {
 		return fmt.Errorf("dead-letter outcome: %w", err)
 	}
+	r.stats.trimmed.Add(int64(dropped))
 	r.stats.dead.Add(int64(n))
 	for i, raw := range r.delivered {
 		if raw == o.Raw {
@@ -505,6 +515,7 @@ type Stats struct {
 	DeadLettered int64 // messages set aside as undecodable or refused
 	Recovered    int64 // outcomes given back to the outcomes list
 	Truncated    int64 // outcomes whose message or user_message was cut
+	Trimmed      int64 // dead letters dropped to keep the list at MaxDeadLetters
 }
 
 // Stats returns the counters.
@@ -517,6 +528,7 @@ func (r *Redis) Stats() Stats {
 		DeadLettered: r.stats.dead.Load(),
 		Recovered:    r.stats.recovered.Load(),
 		Truncated:    r.stats.truncated.Load(),
+		Trimmed:      r.stats.trimmed.Load(),
 	}
 }
 
@@ -540,6 +552,7 @@ func (r *Redis) Collectors() []prometheus.Collector {
 		counter("outcomes_dead_lettered_total", "Outcome messages set aside because they could not be decoded or stored.", &r.stats.dead),
 		counter("outcomes_recovered_total", "Unacknowledged outcomes given back for redelivery.", &r.stats.recovered),
 		counter("outcomes_truncated_total", "Outcomes whose message or user_message was cut to its limit.", &r.stats.truncated),
+		counter("dead_letters_trimmed_total", "Dead letters dropped, the oldest first, to keep the list at its maximum length.", &r.stats.trimmed),
 	}
 }
 

@@ -432,7 +432,7 @@ func TestCollectors(t *testing.T) {
 		values[f.GetName()] = f.GetMetric()[0].GetCounter().GetValue()
 	}
 	require.Equal(t, 1.0, values["freshen_queue_outcomes_dead_lettered_total"])
-	require.Len(t, values, 7)
+	require.Len(t, values, 8)
 }
 
 // TestReceiveAfterLostReply checks that outcomes moved by a Receive whose

@@ -121,20 +121,43 @@ return {dropped, kept, back}
 
 // deadScript moves messages from a taker's list to the dead-letter list,
 // each only if the list still holds it (a taker taken for dead has lost
-// its list to another one, which deals with its messages), and returns how
-// many it moved.
+// its list to another one, which deals with its messages), then, if
+// ARGV[1] > 0, trims the dead-letter list to its ARGV[1] newest entries.
+// It returns how many messages it moved and how many entries it dropped.
 //
 //	KEYS: taken list, dead-letter list
-//	ARGV: message, its dead-letter entry, message, entry...
+//	ARGV: max entries (0: no bound), message, its dead-letter entry, message, entry...
 var deadScript = redis.NewScript(`
 local n = 0
-for i = 1, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   if redis.call('LREM', KEYS[1], 1, ARGV[i]) > 0 then
     redis.call('LPUSH', KEYS[2], ARGV[i + 1])
     n = n + 1
   end
 end
-return n
+local dropped = 0
+local max = tonumber(ARGV[1])
+if max > 0 and n > 0 then
+  local len = redis.call('LLEN', KEYS[2])
+  if len > max then
+    redis.call('LTRIM', KEYS[2], 0, max - 1)
+    dropped = len - max
+  end
+end
+return {n, dropped}
+`)
+
+// trimDeadScript trims the dead-letter list to its ARGV[1] newest entries
+// and returns how many it dropped.
+//
+//	KEYS: dead-letter list
+//	ARGV: max entries (> 0)
+var trimDeadScript = redis.NewScript(`
+local max = tonumber(ARGV[1])
+local len = redis.call('LLEN', KEYS[1])
+if len <= max then return 0 end
+redis.call('LTRIM', KEYS[1], 0, max - 1)
+return len - max
 `)
 
 // giveBackScript gives back messages a live taker holds but does not work
@@ -154,9 +177,16 @@ end
 return n
 `)
 
-// setAside runs deadScript on pairs of messages and entries.
-func setAside(ctx context.Context, c redis.Scripter, taken, dead string, pairs []any) (int, error) {
-	return deadScript.Run(ctx, c, []string{taken, dead}, pairs...).Int()
+// setAside runs deadScript on pairs of messages and entries, keeping at
+// most max entries (0: no bound); it returns how many messages it moved and
+// how many old entries it dropped.
+func setAside(ctx context.Context, c redis.Scripter, taken, dead string, max int64, pairs []any) (moved, dropped int, err error) {
+	args := append(make([]any, 0, len(pairs)+1), max)
+	v, err := deadScript.Run(ctx, c, []string{taken, dead}, append(args, pairs...)...).Int64Slice()
+	if err != nil || len(v) != 2 {
+		return 0, 0, err
+	}
+	return int(v[0]), int(v[1]), nil
 }
 
 // takeScript moves up to ARGV[1] messages from the right (oldest) end of

@@ -691,7 +691,8 @@ func (w *Worker) deadLetter(ctx context.Context, t *task, reason string) {
 	defer w.finish(t)
 	working := w.keys.workingKey(w.opt.Queue, w.opt.ID)
 	entry := deadEntry(reason, t.raw, w.clock.Now().UTC(), w.opt.Limits)
-	n, err := setAside(ctx, w.client, working, w.keys.deadKey(), []any{t.raw, entry})
+	// The list's bound is the scheduler's (Options.MaxDeadLetters).
+	n, _, err := setAside(ctx, w.client, working, w.keys.deadKey(), 0, []any{t.raw, entry})
 	w.stats.dead.Add(int64(n))
 	w.log.Warn("dead-lettered job", "reason", reason, "message", truncateText(t.raw, 200), "err", err)
 }

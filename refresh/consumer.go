@@ -74,6 +74,9 @@ type Consumer struct {
 	// failed is set when the last pass failed to write; the held outcomes
 	// are then retried before anything new is received.
 	failed bool
+	// took are the durations of the attempts the last write ended, for
+	// the Observer once it commits.
+	took []time.Duration
 }
 
 // ConsumeResult is what one pass did.
@@ -170,6 +173,8 @@ func (c *Consumer) runOnce(ctx context.Context, block time.Duration) (ConsumeRes
 	if len(c.held) == 0 {
 		return res, nil
 	}
+	begin := c.cfg.Clock.Now()
+	defer func() { c.cfg.Metrics.observePass(LoopConsumer, c.cfg.Clock.Now().Sub(begin)) }()
 	res.Received = len(c.held)
 	var events []Event
 	keep, err := c.apply(ctx, c.held, map[string]bool{}, &events, &res)
@@ -198,6 +203,9 @@ func (c *Consumer) runOnce(ctx context.Context, block time.Duration) (ConsumeRes
 func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string]bool, events *[]Event, res *ConsumeResult) ([]Outcome, error) {
 	written, keep, due, err := c.write(ctx, outs, blocked)
 	if err == nil {
+		for _, d := range c.took {
+			c.cfg.Metrics.observeAttempt(d)
+		}
 		res.Due += due
 		*events = append(*events, written.Events...)
 		for _, e := range written.Events {
@@ -255,6 +263,7 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 	err := c.cfg.Store.TryModify(ctx, ids, func(found []Model, busy []string) (Batch, error) {
 		putChanges(ch)
 		ch, keep, due = getChanges(len(outs)), nil, 0
+		c.took = c.took[:0]
 		now := c.cfg.Clock.Now()
 		// The models as the outcomes change them, one after the other;
 		// found stays as it was read.
@@ -280,6 +289,13 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 			}
 			after, d := ApplyOutcome(models[i], o, now)
 			ch.add(models[i], after, d, now)
+			if d.Event == EventSuccess || d.Event == EventFailure || d.Event == EventSnooze {
+				arrived := o.ArrivedAt
+				if arrived.IsZero() {
+					arrived = now
+				}
+				c.took = append(c.took, arrived.Sub(models[i].StartedAt))
+			}
 			if d.Event != EventStale && !models[i].CanStart(now) && after.CanStart(now) {
 				due++
 			}

@@ -1,6 +1,9 @@
 package refresh
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Metrics counts what the loops and the service did. It is safe for
 // concurrent use; cmd/freshen exports it to Prometheus.
@@ -51,6 +54,16 @@ type Metrics struct {
 	// WaitingForSlot is a gauge set the same way: the models with
 	// waiting_for_slot set.
 	WaitingForSlot atomic.Int64
+
+	// HistoryPrunedByAge and HistoryPrunedByCount count the attempts the
+	// Pruner deleted for their age and past the number kept per model.
+	HistoryPrunedByAge   atomic.Int64
+	HistoryPrunedByCount atomic.Int64
+
+	// Observer, if set, receives the durations the loops measure (start
+	// lateness, attempt durations, pass lengths). Set it before the loops
+	// start; it is not changed afterwards.
+	Observer Observer
 }
 
 // count adds one committed event to the counters.
@@ -89,5 +102,104 @@ func (m *Metrics) count(e Event) {
 		} else {
 			m.Retried.Add(1)
 		}
+	}
+}
+
+// Loop names a loop whose passes an Observer times.
+type Loop uint8
+
+// The loops whose passes are timed.
+const (
+	LoopScheduler Loop = iota
+	LoopConsumer
+	LoopPrune
+)
+
+// String returns the loop's name: scheduler, consumer or prune.
+func (l Loop) String() string {
+	switch l {
+	case LoopScheduler:
+		return "scheduler"
+	case LoopConsumer:
+		return "consumer"
+	case LoopPrune:
+		return "prune"
+	}
+	return "unknown"
+}
+
+// Observer receives the durations the loops measure, on the loops' own
+// clock. Its methods are called on the loops' paths, once per attempt or
+// per pass: they must be safe for concurrent use and cheap (refresh/http
+// implements them with Prometheus histograms).
+type Observer interface {
+	// ObserveStartLateness is called for each attempt started, with how
+	// long after its refresh_at it started.
+	ObserveStartLateness(d time.Duration)
+	// ObserveAttemptDuration is called for each attempt an outcome ended
+	// (success, failure, snooze), with the time from its start to the
+	// outcome's arrival.
+	ObserveAttemptDuration(d time.Duration)
+	// ObservePass is called after each pass of loop that did work, with
+	// its length.
+	ObservePass(loop Loop, d time.Duration)
+}
+
+// ModelCounts counts models by state, as a store reads them at one time.
+// The states Running, Failing, Disabled, Paused and Idle part the models
+// by precedence: disabled, then paused, then running, then failing
+// (consecutive_failures > 0), then idle; their sum is the number of
+// models. Overdue and WaitingForSlot count the models with an open
+// freshness episode and those waiting for a concurrency slot, whatever
+// their state.
+type ModelCounts struct {
+	Running, Failing, Disabled, Paused, Idle int64
+	Overdue, WaitingForSlot                  int64
+}
+
+// Add adds the state of m to c: the store implementations count with it,
+// or with the same rules in their own query language.
+func (c *ModelCounts) Add(m Model) {
+	switch {
+	case m.Disabled():
+		c.Disabled++
+	case m.Paused:
+		c.Paused++
+	case m.Running():
+		c.Running++
+	case m.ConsecutiveFailures > 0:
+		c.Failing++
+	default:
+		c.Idle++
+	}
+	if !m.OverdueSince.IsZero() {
+		c.Overdue++
+	}
+	if m.WaitingForSlot {
+		c.WaitingForSlot++
+	}
+}
+
+// Total returns the number of models counted.
+func (c ModelCounts) Total() int64 { return c.Running + c.Failing + c.Disabled + c.Paused + c.Idle }
+
+// observeLateness passes a start's lateness to the Observer, if any.
+func (m *Metrics) observeLateness(d time.Duration) {
+	if m.Observer != nil {
+		m.Observer.ObserveStartLateness(d)
+	}
+}
+
+// observeAttempt passes an attempt's duration to the Observer, if any.
+func (m *Metrics) observeAttempt(d time.Duration) {
+	if m.Observer != nil {
+		m.Observer.ObserveAttemptDuration(d)
+	}
+}
+
+// observePass passes a loop pass's length to the Observer, if any.
+func (m *Metrics) observePass(l Loop, d time.Duration) {
+	if m.Observer != nil {
+		m.Observer.ObservePass(l, d)
 	}
 }

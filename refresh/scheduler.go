@@ -214,10 +214,13 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) 
 	var c *changes
 	defer func() { putChanges(c) }()
 	now := s.cfg.Clock.Now()
+	// late are the lateness of the starts, observed once they commit.
+	var late []time.Duration
 	claimed, err := s.cfg.Store.ClaimDue(ctx, now, limit, func(due []Model) (Batch, error) {
 		putChanges(c)
 		c = getChanges(len(due))
 		res = TickResult{}
+		late = late[:0]
 		var jobs []Job
 		for _, m := range due {
 			var after Model
@@ -232,6 +235,9 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) 
 				if d.Event != "" {
 					res.Started++
 					jobs = append(jobs, JobFor(after))
+					if d.Event == EventStart {
+						late = append(late, now.Sub(m.RefreshAt))
+					}
 				}
 			}
 			c.add(m, after, d, now)
@@ -257,6 +263,12 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) 
 	}
 	if c != nil {
 		report(s.cfg.Metrics, s.cfg.Logger, c.Events, s.cfg.EventsFunc)
+	}
+	for _, d := range late {
+		s.cfg.Metrics.observeLateness(d)
+	}
+	if claimed > 0 {
+		s.cfg.Metrics.observePass(LoopScheduler, s.cfg.Clock.Now().Sub(now))
 	}
 	return res, nil
 }

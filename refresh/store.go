@@ -54,6 +54,12 @@ type Store interface {
 	// the events of one model are published in order; the others get
 	// ErrBusy at once.
 	TakeEvents(ctx context.Context, limit int, fn func(events []Event) error) (int, error)
+
+	// PruneHistory deletes attempts of the history as r asks (see
+	// PruneRequest), in one transaction short enough that no write waits
+	// long behind it. One caller at a time prunes: the others get a result
+	// with Busy set at once.
+	PruneHistory(ctx context.Context, r PruneRequest) (PruneResult, error)
 }
 
 // ErrBusy is returned by Store.TakeEvents when another caller is taking

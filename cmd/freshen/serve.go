@@ -120,6 +120,23 @@ type ServeConfig struct {
 	// GCMinHeapMiB, if > 0, is the least heap size, in MiB, at which the
 	// garbage collector starts a cycle (see keepHeapGoal).
 	GCMinHeapMiB int
+	// Retention bounds the attempt history, the dead-letter list and the
+	// events stream.
+	Retention RetentionConfig
+}
+
+// RetentionConfig bounds what Freshen keeps; a zero bound keeps all.
+type RetentionConfig struct {
+	// HistoryMaxAge and HistoryMaxPerModel bound the attempt history by
+	// age (from an attempt's start) and by count per model (the newest
+	// kept); PruneInterval is the time between pruning passes.
+	HistoryMaxAge      time.Duration
+	HistoryMaxPerModel int
+	PruneInterval      time.Duration
+	// MaxDeadLetters bounds the dead-letter list (the oldest dropped);
+	// EventsMaxLen bounds the events stream (about, MAXLEN ~).
+	MaxDeadLetters int64
+	EventsMaxLen   int64
 }
 
 // HTTPConfig bounds what the HTTP server gives one client.
@@ -178,7 +195,12 @@ func NewMain(logOut io.Writer) *Main {
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
 			ConsumerLease:   queue.DefaultConsumerTimeout,
-			Session:         postgres.DefaultSession(),
+			Retention: RetentionConfig{
+				HistoryMaxAge: refresh.DefaultHistoryMaxAge, HistoryMaxPerModel: refresh.DefaultHistoryMaxPerModel,
+				PruneInterval: refresh.DefaultPruneInterval, MaxDeadLetters: refresh.DefaultMaxDeadLetters,
+				EventsMaxLen: queue.DefaultEventsMaxLen,
+			},
+			Session: postgres.DefaultSession(),
 			HTTP: HTTPConfig{
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       30 * time.Second,
@@ -275,6 +297,13 @@ func (m *Main) ParseFlags(args []string) error {
 		"PostgreSQL idle_in_transaction_session_timeout: the server ends a session idle this long inside a transaction, releasing its locks; 0 keeps the server's")
 	durationVar(fs, &s.KeepAlive, "db-keepalive", s.KeepAlive, "TCP keepalive of database connections, both ends: first probe after this much silence, 3 probes KEEPALIVE/3 apart (a dead peer is noticed within about twice this); 0 keeps the system's")
 
+	r := &c.Retention
+	durationVar(fs, &r.HistoryMaxAge, "history-max-age", r.HistoryMaxAge, "attempts older than this (from their start) are deleted from the history; 0 keeps them whatever their age")
+	fs.IntVar(&r.HistoryMaxPerModel, "history-max-per-model", r.HistoryMaxPerModel, "attempts kept in the history per model, the newest; 0 keeps them all")
+	durationVar(fs, &r.PruneInterval, "prune-interval", r.PruneInterval, "time between two passes of the history pruning and dead-letter trimming")
+	fs.Int64Var(&r.MaxDeadLetters, "max-dead-letters", r.MaxDeadLetters, "longest the dead-letter list grows; the oldest entries beyond it are dropped (counted in freshen_queue_dead_letters_trimmed_total); 0 keeps them all")
+	fs.Int64Var(&r.EventsMaxLen, "events-max-len", r.EventsMaxLen, "about how many entries the lifecycle events stream keeps (XADD MAXLEN ~)")
+
 	h := &c.HTTP
 	durationVar(fs, &h.ReadHeaderTimeout, "http-read-header-timeout", h.ReadHeaderTimeout, "longest to read a request's headers")
 	durationVar(fs, &h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest to read a whole request, body included")
@@ -335,6 +364,7 @@ func (m *Main) ParseFlags(args []string) error {
 	}{
 		{"--max-sleep", c.MaxSleep}, {"--consumer-lease", c.ConsumerLease}, {"--http-read-header-timeout", h.ReadHeaderTimeout}, {"--http-read-timeout", h.ReadTimeout},
 		{"--http-write-timeout", h.WriteTimeout}, {"--http-idle-timeout", h.IdleTimeout}, {"--http-request-timeout", h.RequestTimeout},
+		{"--prune-interval", c.Retention.PruneInterval},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("%s: must be > 0, got %s", d.name, d.v)
@@ -345,6 +375,14 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--batch-size: must be >= 1, got %d", c.BatchSize)
 	case c.ClaimLoops < 1:
 		return fmt.Errorf("--claim-loops: must be >= 1, got %d", c.ClaimLoops)
+	case c.Retention.HistoryMaxAge < 0:
+		return fmt.Errorf("--history-max-age: must be >= 0, got %s", c.Retention.HistoryMaxAge)
+	case c.Retention.HistoryMaxPerModel < 0:
+		return fmt.Errorf("--history-max-per-model: must be >= 0, got %d", c.Retention.HistoryMaxPerModel)
+	case c.Retention.MaxDeadLetters < 0:
+		return fmt.Errorf("--max-dead-letters: must be >= 0, got %d", c.Retention.MaxDeadLetters)
+	case c.Retention.EventsMaxLen < 1:
+		return fmt.Errorf("--events-max-len: must be >= 1, got %d", c.Retention.EventsMaxLen)
 	case c.GCMinHeapMiB < 0:
 		return fmt.Errorf("--gc-min-heap: must be >= 0, got %d", c.GCMinHeapMiB)
 	case c.InstanceID == "":
@@ -460,12 +498,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.queue, err = queue.New(m.client, queue.Options{Prefix: c.RedisPrefix, Consumer: c.InstanceID, Logger: log, Clock: refresh.SystemClock{},
-		ConsumerTimeout: c.ConsumerLease, Heartbeat: c.ConsumerLease / 5})
+		ConsumerTimeout: c.ConsumerLease, Heartbeat: c.ConsumerLease / 5,
+		EventsMaxLen: c.Retention.EventsMaxLen, MaxDeadLetters: c.Retention.MaxDeadLetters})
 	if err != nil {
 		return err
 	}
 
-	metrics := &refresh.Metrics{}
+	metrics := &refresh.Metrics{Observer: refreshhttp.NewHistograms()}
 	clock := refresh.SystemClock{}
 	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{
 		Store: store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics,
@@ -508,19 +547,35 @@ func (m *Main) Run(ctx context.Context) error {
 		refreshhttp.WithAuth(m.auth),
 		refreshhttp.WithDeadLetters(m.queue),
 		refreshhttp.WithRequestTimeout(c.HTTP.RequestTimeout),
+		refreshhttp.WithState(refreshhttp.StateConfig{Models: store, Clock: clock, LengthsFunc: m.queueLengths}),
 	)
+	pruner, err := refresh.NewPruner(refresh.PrunerConfig{
+		Store: store, Clock: clock, MaxAge: c.Retention.HistoryMaxAge, MaxPerModel: c.Retention.HistoryMaxPerModel,
+		Interval: c.Retention.PruneInterval, Dead: m.queue, MaxDeadLetters: c.Retention.MaxDeadLetters,
+		Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
 
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
 	m.goLoop(func() { _ = scheduler.Start(loopCtx) })
 	m.goLoop(func() { _ = consumer.Start(loopCtx) })
 	m.goLoop(func() { _ = publisher.Start(loopCtx) })
+	m.goLoop(func() { _ = pruner.Start(loopCtx) })
 	m.goLoop(func() { _ = m.queue.Heartbeat(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
 	m.router.open(withDashboard(api, svc, m.auth, m.queue, m.queue, log))
 	log.Info("serving", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
 		"batch_size", c.BatchSize, "max_sleep", c.MaxSleep)
 	return nil
+}
+
+// queueLengths reads the lengths of the queue's lists for /metrics.
+func (m *Main) queueLengths(ctx context.Context, queues []string) (refreshhttp.Lengths, error) {
+	l, err := m.queue.Lengths(ctx, queues)
+	return refreshhttp.Lengths{Jobs: l.Jobs, Outcomes: l.Outcomes, Dead: l.Dead}, err
 }
 
 // redisTarget describes where c expects Redis, without credentials: the

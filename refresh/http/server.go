@@ -23,6 +23,7 @@ type Server struct {
 	metrics  *refresh.Metrics
 	registry *prometheus.Registry
 	extra    []prometheus.Collector
+	state    *stateCollector
 	checks   []check
 	requests *prometheus.CounterVec
 	mux      *http.ServeMux
@@ -103,7 +104,10 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 	if s.metrics == nil {
 		s.metrics = &refresh.Metrics{}
 	}
-	s.registry = newRegistry(s.metrics, s.extra)
+	if s.state != nil {
+		s.state.init(s.metrics, s.log)
+	}
+	s.registry = newRegistry(s.metrics, s.state, s.extra)
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "freshen", Subsystem: "http", Name: "requests_total",
 		Help: "HTTP requests served, by route and status code.",

@@ -1,0 +1,128 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// PruneHistory deletes the attempts r asks for, under the store's mutex:
+// up to r.Limit that started before r.Before, then up to r.Limit beyond the
+// r.Keep newest of each of the r.Models models after r.After.
+func (s *Store) PruneHistory(_ context.Context, r refresh.PruneRequest) (refresh.PruneResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var res refresh.PruneResult
+	if !r.Before.IsZero() {
+		for _, id := range s.sortedAttemptIDs("") {
+			list := s.attempts[id]
+			kept := list[:0]
+			for _, a := range list {
+				if res.ByAge < r.Limit && a.StartedAt.Before(r.Before) {
+					res.ByAge++
+					continue
+				}
+				kept = append(kept, a)
+			}
+			s.setAttempts(id, kept)
+			if res.ByAge == r.Limit {
+				break
+			}
+		}
+	}
+	if r.Keep <= 0 {
+		return res, nil
+	}
+	ids := s.sortedModelIDs(r.After)
+	if len(ids) > r.Models {
+		ids = ids[:r.Models]
+	}
+	for _, id := range ids {
+		list := s.attempts[id]
+		if len(list) <= r.Keep {
+			continue
+		}
+		// Newest last: by start, then by insertion.
+		sort.SliceStable(list, func(i, j int) bool { return list[i].StartedAt.Before(list[j].StartedAt) })
+		n := min(len(list)-r.Keep, r.Limit-res.ByCount)
+		s.setAttempts(id, slices.Delete(list, 0, n))
+		res.ByCount += n
+		if res.ByCount == r.Limit {
+			res.Next = r.After
+			return res, nil
+		}
+	}
+	if len(ids) == r.Models {
+		res.Next = ids[len(ids)-1]
+	} else {
+		res.Done = true
+	}
+	return res, nil
+}
+
+// setAttempts stores the history of model id; the caller holds s.mu.
+func (s *Store) setAttempts(id string, list []refresh.Attempt) {
+	if len(list) == 0 {
+		delete(s.attempts, id)
+		return
+	}
+	s.attempts[id] = list
+}
+
+// sortedAttemptIDs returns the ids of the models with history after
+// after, in order; the caller holds s.mu.
+func (s *Store) sortedAttemptIDs(after string) []string {
+	var ids []string
+	for id := range s.attempts {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// sortedModelIDs returns the ids of the models after after, in order; the
+// caller holds s.mu.
+func (s *Store) sortedModelIDs(after string) []string {
+	var ids []string
+	for id := range s.models {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// CountModels counts the models by state, overall and per queue: the
+// maxQueues queues with the most models (the others are in the overall
+// counts only).
+func (s *Store) CountModels(_ context.Context, maxQueues int) (refresh.ModelCounts, map[string]refresh.ModelCounts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all refresh.ModelCounts
+	byQueue := map[string]refresh.ModelCounts{}
+	for _, m := range s.models {
+		all.Add(m)
+		c := byQueue[m.Queue]
+		c.Add(m)
+		byQueue[m.Queue] = c
+	}
+	if len(byQueue) > maxQueues {
+		names := make([]string, 0, len(byQueue))
+		for q := range byQueue {
+			names = append(names, q)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			a, b := byQueue[names[i]].Total(), byQueue[names[j]].Total()
+			return a > b || a == b && names[i] < names[j]
+		})
+		for _, q := range names[maxQueues:] {
+			delete(byQueue, q)
+		}
+	}
+	return all, byQueue, nil
+}

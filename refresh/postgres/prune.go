@@ -1,0 +1,123 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// pruneByAge deletes up to $2 attempts that started before $1. The rows are
+// found by the index on started_at and deleted by ctid (a TID scan, never
+// a scan of the table).
+const pruneByAge = `DELETE FROM attempts WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM attempts WHERE started_at < $1 LIMIT $2))`
+
+// pruneByCount deletes up to $3 attempts of the models $1 beyond the $2
+// newest of each (by started_at, then seq, as History orders them). For
+// each model it finds, by the index on (model_id, started_at, seq), the
+// newest row past the ones kept, then deletes that row and older ones.
+const pruneByCount = `WITH cut AS (
+		SELECT m.id, c.started_at, c.seq FROM unnest($1::text[]) AS m(id)
+		CROSS JOIN LATERAL (
+			SELECT started_at, seq FROM attempts a WHERE a.model_id = m.id
+			ORDER BY a.started_at DESC, a.seq DESC OFFSET $2 LIMIT 1
+		) c
+	)
+	DELETE FROM attempts WHERE ctid = ANY(ARRAY(
+		SELECT d.ctid FROM cut CROSS JOIN LATERAL (
+			SELECT ctid FROM attempts a WHERE a.model_id = cut.id
+				AND (a.started_at < cut.started_at OR (a.started_at = cut.started_at AND a.seq <= cut.seq))
+			ORDER BY a.started_at DESC, a.seq DESC LIMIT $3
+		) d LIMIT $3))`
+
+// PruneHistory deletes the attempts r asks for in one transaction, which
+// first takes a transaction-scoped advisory lock: while another caller
+// holds it, PruneHistory answers Busy at once. Each rule deletes at most
+// r.Limit rows, by ctid, so the transaction holds few row locks and no
+// table lock beyond the ordinary one of a DELETE.
+func (s *Store) PruneHistory(ctx context.Context, r refresh.PruneRequest) (refresh.PruneResult, error) {
+	var res refresh.PruneResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		mine := false
+		err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.freshen_prune'))`).Scan(&mine)
+		if err != nil || !mine {
+			res.Busy = !mine
+			return err
+		}
+		if !r.Before.IsZero() {
+			tag, err := tx.Exec(ctx, pruneByAge, r.Before, r.Limit)
+			if err != nil {
+				return err
+			}
+			res.ByAge = int(tag.RowsAffected())
+		}
+		if r.Keep <= 0 {
+			return nil
+		}
+		rows, _ := tx.Query(ctx, `SELECT id FROM models WHERE id > $1 ORDER BY id LIMIT $2`, r.After, r.Models)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			res.Done = true
+			return nil
+		}
+		tag, err := tx.Exec(ctx, pruneByCount, ids, r.Keep, r.Limit)
+		if err != nil {
+			return err
+		}
+		res.ByCount = int(tag.RowsAffected())
+		switch {
+		case res.ByCount == r.Limit:
+			res.Next = r.After
+		case len(ids) == r.Models:
+			res.Next = ids[len(ids)-1]
+		default:
+			res.Done = true
+		}
+		return nil
+	})
+	if err != nil {
+		return refresh.PruneResult{}, storeError("prune history", err)
+	}
+	return res, nil
+}
+
+// CountModels counts the models by state (see refresh.ModelCounts),
+// overall and for the maxQueues queues with the most models, in one query
+// (one scan of models). The schema does not keep overdue_since and
+// waiting_for_slot: Overdue and WaitingForSlot count 0.
+func (s *Store) CountModels(ctx context.Context, maxQueues int) (refresh.ModelCounts, map[string]refresh.ModelCounts, error) {
+	var all refresh.ModelCounts
+	byQueue := map[string]refresh.ModelCounts{}
+	rows, _ := s.pool.Query(ctx, `SELECT GROUPING(queue) = 1, coalesce(queue, ''),
+			count(*) FILTER (WHERE disabled_at IS NOT NULL),
+			count(*) FILTER (WHERE disabled_at IS NULL AND paused),
+			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NOT NULL),
+			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures > 0),
+			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures = 0)
+		FROM models GROUP BY GROUPING SETS ((), (queue))
+		ORDER BY GROUPING(queue) DESC, count(*) DESC, queue
+		LIMIT $1`, maxQueues+1)
+	defer rows.Close()
+	for rows.Next() {
+		var total bool
+		var q string
+		var c refresh.ModelCounts
+		if err := rows.Scan(&total, &q, &c.Disabled, &c.Paused, &c.Running, &c.Failing, &c.Idle); err != nil {
+			return all, nil, storeError("count models", err)
+		}
+		if total {
+			all = c
+		} else {
+			byQueue[q] = c
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return all, nil, storeError("count models", err)
+	}
+	return all, byQueue, nil
+}
