@@ -32,9 +32,9 @@ func TestWebhookDeliversChosenEventsThroughFailures(t *testing.T) {
 	ctx := context.Background()
 	overdue := t0.Add(-time.Hour)
 	answers := map[string][]int{ // by key: the statuses of the first sends (0: no answer), then 200
-		"acme-1:disabled:u1":                            {500, 502},
-		"acme-1:enabled:2026-03-02T05:59:00Z":           {0},
-		"acme-2:freshness_lost:2026-03-02T05:00:00Z":    {503},
+		"acme-1:disabled:u1":                             {500, 502},
+		"acme-1:enabled:2026-03-02T05:59:00Z":            {0},
+		"acme-2:freshness_lost:2026-03-02T05:00:00Z":     {503},
 		"acme-2:freshness_restored:2026-03-02T05:00:00Z": {404, 0, 500},
 	}
 	rcv := newReceiver(t, func(key string, n int) int {
