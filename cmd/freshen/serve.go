@@ -30,6 +30,7 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 	"github.com/freshen-dev/freshen/refresh/postgres"
+	"github.com/freshen-dev/freshen/refresh/webhook"
 )
 
 // runServe is `freshen serve`: the scheduler, the outcome consumer and the
@@ -120,6 +121,9 @@ type ServeConfig struct {
 	// GCMinHeapMiB, if > 0, is the least heap size, in MiB, at which the
 	// garbage collector starts a cycle (see keepHeapGoal).
 	GCMinHeapMiB int
+	// Webhook configures the delivery of lifecycle events to webhook
+	// endpoints (see webhook.go).
+	Webhook WebhookConfig
 }
 
 // HTTPConfig bounds what the HTTP server gives one client.
@@ -145,6 +149,8 @@ type Main struct {
 	// the consumer; tests wait on them.
 	TickedFunc  func(refresh.TickResult, error)
 	AppliedFunc func(refresh.ConsumeResult, error)
+	// WebhookSentFunc, if set, is passed to the webhook dispatcher.
+	WebhookSentFunc func(webhook.Sent)
 
 	logOut   io.Writer
 	redact   redactor
@@ -176,6 +182,7 @@ func NewMain(logOut io.Writer) *Main {
 			ShutdownTimeout: 10 * time.Second,
 			ConsumerLease:   queue.DefaultConsumerTimeout,
 			Session:         postgres.DefaultSession(),
+			Webhook:         defaultWebhookConfig(),
 			HTTP: HTTPConfig{
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       30 * time.Second,
@@ -279,6 +286,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&h.MaxHeaderBytes, "http-max-header-bytes", h.MaxHeaderBytes, "largest request header accepted")
 	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "most HTTP connections open at once; when all are open, the one idle the longest is closed for a new client, and while all are busy new clients wait")
 
+	c.Webhook.addFlags(fs)
+
 	fs.Usage = func() {
 		fmt.Fprint(m.logOut, serveUsage)
 		fs.PrintDefaults()
@@ -356,6 +365,13 @@ func (m *Main) ParseFlags(args []string) error {
 	// The loops hold a connection each while they work; the API, the
 	// health checks and the publisher use a few more.
 	s.MaxConns = int32(c.ClaimLoops + 6)
+	if err := c.Webhook.check(); err != nil {
+		return err
+	}
+	if len(c.Webhook.Endpoints) > 0 {
+		m.redact.secrets = append(m.redact.secrets, c.Webhook.secrets()...)
+		s.MaxConns += 2 // the webhook dispatcher's passes and results
+	}
 	m.Logger = newLogger(m.logOut, c.LogLevel, m.redact)
 	auth, err := loadAuth(c.TokensFile, c.Tokens, m.Logger)
 	if err != nil {
@@ -462,8 +478,13 @@ func (m *Main) Run(ctx context.Context) error {
 
 	metrics := &refresh.Metrics{}
 	clock := refresh.SystemClock{}
+	hooks, err := newWebhooks(c.Webhook, store, clock, m)
+	if err != nil {
+		return err
+	}
 	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{
 		Store: store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics,
+		RouteFunc: hooks.route, PublishedFunc: hooks.wake,
 	})
 	if err != nil {
 		return err
@@ -500,6 +521,7 @@ func (m *Main) Run(ctx context.Context) error {
 		refreshhttp.WithLogger(log),
 		refreshhttp.WithMetrics(metrics),
 		refreshhttp.WithCollectors(m.queue.Collectors()...),
+		refreshhttp.WithCollectors(hooks.collectors...),
 		refreshhttp.WithAuth(m.auth),
 		refreshhttp.WithDeadLetters(m.queue),
 	)
@@ -509,6 +531,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.goLoop(func() { _ = scheduler.Start(loopCtx) })
 	m.goLoop(func() { _ = consumer.Start(loopCtx) })
 	m.goLoop(func() { _ = publisher.Start(loopCtx) })
+	m.goLoop(func() { hooks.start(loopCtx) })
 	m.goLoop(func() { _ = m.queue.Heartbeat(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
 	m.router.open(withDashboard(api, svc, m.auth, m.queue, m.queue, log))

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -336,6 +337,10 @@ func (d *Dispatcher) post(ctx context.Context, ep Endpoint, dl refresh.Delivery)
 	req.Header.Set("Freshen-Attempt", strconv.Itoa(dl.Attempts))
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) { // without the URL's path and query, which may hold a token
+			err = fmt.Errorf("%s %s: %w", ue.Op, origin(ep.URL), ue.Err)
+		}
 		return 0, err
 	}
 	defer resp.Body.Close()

@@ -40,17 +40,18 @@ type Endpoint struct {
 	Prefix string `json:"prefix,omitempty"`
 }
 
-// String describes e without its secret.
+// String describes e without its secret, and with only the scheme and
+// host of its URL (a path or query may hold a token too).
 func (e Endpoint) String() string {
-	return fmt.Sprintf("webhook %s (%s, events %s, prefix %q)", e.Name, e.URL, strings.Join(e.Events, ","), e.Prefix)
+	return fmt.Sprintf("webhook %s (%s, events %s, prefix %q)", e.Name, origin(e.URL), strings.Join(e.Events, ","), e.Prefix)
 }
 
 // GoString is String, so that %#v shows no secret either.
 func (e Endpoint) GoString() string { return e.String() }
 
-// LogValue logs e without its secret.
+// LogValue logs e as String describes it.
 func (e Endpoint) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("name", e.Name), slog.String("url", e.URL),
+	return slog.GroupValue(slog.String("name", e.Name), slog.String("url", origin(e.URL)),
 		slog.String("events", strings.Join(e.Events, ",")), slog.String("prefix", e.Prefix))
 }
 
@@ -179,6 +180,15 @@ func Validate(endpoints []Endpoint) error {
 		return &refresh.ValidationError{Fields: errs}
 	}
 	return nil
+}
+
+// origin returns the scheme and host of the URL s, or "(invalid URL)".
+func origin(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return "(invalid URL)"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // redactURL returns s with the password of its user info, if any,
