@@ -27,11 +27,18 @@ type PublisherConfig struct {
 	Metrics  *Metrics
 	// PublishedFunc, if set, is called after every pass; tests wait on it.
 	PublishedFunc func(PublishResult, error)
+	// RouteFunc, if set, returns the webhook deliveries of the events of a
+	// pass; they are written in the transaction that takes the events, so
+	// Store must then be a DeliveryStore.
+	RouteFunc func(events []Event) []Delivery
 }
 
 func (c *PublisherConfig) validate() error {
 	if c.Store == nil || c.Queue == nil || c.Clock == nil {
 		return errors.New("publisher: Store, Queue and Clock are required")
+	}
+	if _, ok := c.Store.(DeliveryStore); c.RouteFunc != nil && !ok {
+		return errors.New("publisher: RouteFunc needs a Store that keeps deliveries (a DeliveryStore)")
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 2000
@@ -65,6 +72,8 @@ type Publisher struct {
 type PublishResult struct {
 	Published int
 	Revoked   int
+	// Routed is how many webhook deliveries the events made (RouteFunc).
+	Routed int
 }
 
 // NewPublisher returns a publisher, or an error if cfg lacks a required part.
@@ -124,7 +133,7 @@ func (p *Publisher) Start(ctx context.Context) error {
 // RunOnce publishes one batch of events, if this instance may take them.
 func (p *Publisher) RunOnce(ctx context.Context) (PublishResult, error) {
 	var res PublishResult
-	_, err := p.cfg.Store.TakeEvents(ctx, p.cfg.BatchSize, func(events []Event) error {
+	publish := func(events []Event) error {
 		res = PublishResult{}
 		if revoked := revocations(events); len(revoked) > 0 {
 			if err := p.cfg.Queue.Revoke(ctx, revoked); err != nil {
@@ -137,7 +146,20 @@ func (p *Publisher) RunOnce(ctx context.Context) (PublishResult, error) {
 		}
 		res.Published = len(events)
 		return nil
-	})
+	}
+	var err error
+	if p.cfg.RouteFunc == nil {
+		_, err = p.cfg.Store.TakeEvents(ctx, p.cfg.BatchSize, publish)
+	} else {
+		_, err = p.cfg.Store.(DeliveryStore).TakeEventsRouted(ctx, p.cfg.BatchSize, func(events []Event) ([]Delivery, error) {
+			if err := publish(events); err != nil {
+				return nil, err
+			}
+			deliveries := p.cfg.RouteFunc(events)
+			res.Routed = len(deliveries)
+			return deliveries, nil
+		})
+	}
 	if errors.Is(err, ErrBusy) {
 		return PublishResult{}, err
 	}

@@ -121,3 +121,56 @@ type Filter struct {
 	// Limit caps the result; 0 means 100.
 	Limit int
 }
+
+// Delivery is one lifecycle event due to one webhook endpoint: a row of the
+// deliveries a DeliveryStore writes in the transaction that takes the
+// event from the outbox, so that no event is lost between the two, and
+// that the webhook dispatcher then sends until it is delivered or given
+// up.
+type Delivery struct {
+	// ID is the store's key, set when the delivery is read back.
+	ID       int64
+	Endpoint string
+	ModelID  string
+	// Event is the webhook's name of the event (e.g. disabled).
+	Event string
+	// Key is the idempotency key, the same on every send of the delivery.
+	Key string
+	// Payload is the request body.
+	Payload []byte
+	// CreatedAt is the time of the event; the delivery's age counts from it.
+	CreatedAt time.Time
+	// Attempts is how many sends were started, the claimed one included.
+	Attempts int
+	// Claim fences a claimed delivery: only its holder records its result.
+	Claim string
+}
+
+// DeliveryStore is a Store that keeps webhook deliveries with the events.
+// TakeEventsRouted is TakeEvents whose fn also returns deliveries, written
+// in the transaction that forgets the events (none if fn fails).
+// refresh/postgres implements it.
+type DeliveryStore interface {
+	TakeEventsRouted(ctx context.Context, limit int, fn func(events []Event) ([]Delivery, error)) (int, error)
+}
+
+// States of a Delivery.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// DeliveryResult is what one send of a claimed Delivery ended in.
+type DeliveryResult struct {
+	// State is DeliveryDelivered, DeliveryFailed (given up), or
+	// DeliveryPending (sent again at At).
+	State string
+	// At is when the delivery was delivered or given up, or when it is
+	// next due.
+	At time.Time
+	// Status is the HTTP status of the answer, 0 if none came.
+	Status int
+	// Error says why the send failed.
+	Error string
+}

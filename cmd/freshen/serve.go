@@ -30,6 +30,7 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 	"github.com/freshen-dev/freshen/refresh/postgres"
+	"github.com/freshen-dev/freshen/refresh/webhook"
 )
 
 // runServe is `freshen serve`: the scheduler, the outcome consumer and the
@@ -123,6 +124,9 @@ type ServeConfig struct {
 	// Retention bounds the attempt history, the dead-letter list and the
 	// events stream.
 	Retention RetentionConfig
+	// Webhook configures the delivery of lifecycle events to webhook
+	// endpoints (see webhook.go).
+	Webhook WebhookConfig
 }
 
 // RetentionConfig bounds what Freshen keeps; a zero bound keeps all.
@@ -165,6 +169,8 @@ type Main struct {
 	// the consumer; tests wait on them.
 	TickedFunc  func(refresh.TickResult, error)
 	AppliedFunc func(refresh.ConsumeResult, error)
+	// WebhookSentFunc, if set, is passed to the webhook dispatcher.
+	WebhookSentFunc func(webhook.Sent)
 
 	logOut   io.Writer
 	redact   redactor
@@ -201,6 +207,7 @@ func NewMain(logOut io.Writer) *Main {
 				EventsMaxLen: queue.DefaultEventsMaxLen,
 			},
 			Session: postgres.DefaultSession(),
+			Webhook: defaultWebhookConfig(),
 			HTTP: HTTPConfig{
 				ReadHeaderTimeout: 10 * time.Second,
 				ReadTimeout:       30 * time.Second,
@@ -313,6 +320,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&h.MaxHeaderBytes, "http-max-header-bytes", h.MaxHeaderBytes, "largest request header accepted")
 	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "most HTTP connections open at once; when all are open, the one idle the longest is closed for a new client, and while all are busy new clients wait")
 
+	c.Webhook.addFlags(fs)
+
 	fs.Usage = func() {
 		fmt.Fprint(m.logOut, serveUsage)
 		fs.PrintDefaults()
@@ -399,6 +408,13 @@ func (m *Main) ParseFlags(args []string) error {
 	// The loops hold a connection each while they work; the API, the
 	// health checks and the publisher use a few more.
 	s.MaxConns = int32(c.ClaimLoops + 6)
+	if err := c.Webhook.check(); err != nil {
+		return err
+	}
+	if len(c.Webhook.Endpoints) > 0 {
+		m.redact.secrets = append(m.redact.secrets, c.Webhook.secrets()...)
+		s.MaxConns += 2 // the webhook dispatcher's passes and results
+	}
 	m.Logger = newLogger(m.logOut, c.LogLevel, m.redact)
 	auth, err := loadAuth(c.TokensFile, c.Tokens, m.Logger)
 	if err != nil {
@@ -506,8 +522,13 @@ func (m *Main) Run(ctx context.Context) error {
 
 	metrics := &refresh.Metrics{Observer: refreshhttp.NewHistograms()}
 	clock := refresh.SystemClock{}
+	hooks, err := newWebhooks(c.Webhook, store, clock, m)
+	if err != nil {
+		return err
+	}
 	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{
 		Store: store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics,
+		RouteFunc: hooks.route, PublishedFunc: hooks.wake,
 	})
 	if err != nil {
 		return err
@@ -544,6 +565,7 @@ func (m *Main) Run(ctx context.Context) error {
 		refreshhttp.WithLogger(log),
 		refreshhttp.WithMetrics(metrics),
 		refreshhttp.WithCollectors(m.queue.Collectors()...),
+		refreshhttp.WithCollectors(hooks.collectors...),
 		refreshhttp.WithAuth(m.auth),
 		refreshhttp.WithDeadLetters(m.queue),
 		refreshhttp.WithRequestTimeout(c.HTTP.RequestTimeout),
@@ -564,6 +586,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.goLoop(func() { _ = consumer.Start(loopCtx) })
 	m.goLoop(func() { _ = publisher.Start(loopCtx) })
 	m.goLoop(func() { _ = pruner.Start(loopCtx) })
+	m.goLoop(func() { hooks.start(loopCtx) })
 	m.goLoop(func() { _ = m.queue.Heartbeat(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
 	m.router.open(withDashboard(api, svc, m.auth, m.queue, m.queue, log))

@@ -541,6 +541,12 @@ const eventBytes = 200
 // transaction. A transaction-scoped advisory lock lets one caller at a time
 // take events; the others get refresh.ErrBusy.
 func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) error) (int, error) {
+	return s.takeEvents(ctx, limit, func(events []refresh.Event) ([]refresh.Delivery, error) { return nil, fn(events) })
+}
+
+// takeEvents is TakeEvents whose fn also returns webhook deliveries,
+// inserted in the transaction that deletes the events (see webhook.go).
+func (s *Store) takeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) ([]refresh.Delivery, error)) (int, error) {
 	// One round trip takes the lock and, if it is ours, reads the rows;
 	// another deletes them and commits.
 	mine := false
@@ -586,18 +592,21 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	if err := fn(events); err != nil {
+	deliveries, err := fn(events)
+	if err != nil {
 		return 0, err
 	}
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM outbox WHERE id = ANY($1)`, ids)
+	queueDeliveries(b, deliveries)
 	b.Queue("COMMIT")
 	res := tx.SendBatch(ctx, b)
-	_, err = res.Exec()
-	if err == nil {
-		_, err = res.Exec()
-		tx.ended = true
+	for range b.Len() {
+		if _, err = res.Exec(); err != nil {
+			break
+		}
 	}
+	tx.ended = err == nil
 	if cerr := res.Close(); err == nil {
 		err = cerr
 	}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
+	"github.com/freshen-dev/freshen/refresh/webhook"
+)
+
+// Webhook endpoints are configuration: serve reads them from a file
+// (--webhooks-file, FRESHEN_WEBHOOKS_FILE) and from the text of --webhooks
+// (FRESHEN_WEBHOOKS), both a JSON array of
+//
+//	{"name": "crm", "url": "https://crm.example.com/hooks/freshen", "secret": "...", "events": ["disabled"], "prefix": "acme-"}
+//
+// (prefix optional). The secrets sign the deliveries; they are redacted
+// from every log line and error. See docs/webhooks.md.
+
+// webhooksExample heads the errors of an endpoint list that does not parse.
+const webhooksExample = `want a JSON array such as [{"name": "crm", "url": "https://...", "secret": "...", "events": ["disabled"]}]`
+
+// maxWebhooksBytes bounds a webhooks file.
+const maxWebhooksBytes = 1 << 20
+
+// WebhookConfig is the configuration of webhook deliveries.
+type WebhookConfig struct {
+	// File and Text hold the endpoints; none: no webhook is sent.
+	File string
+	Text string
+	// Endpoints are those read from File and Text by ParseFlags.
+	Endpoints []webhook.Endpoint
+
+	Timeout         time.Duration
+	MaxInFlight     int
+	MaxAttempts     int
+	MaxAge          time.Duration
+	Backoff         time.Duration
+	MaxBackoff      time.Duration
+	Retention       time.Duration
+	FailedRetention time.Duration
+}
+
+// defaultWebhookConfig returns the defaults of the webhook flags.
+func defaultWebhookConfig() WebhookConfig {
+	return WebhookConfig{
+		Timeout: 10 * time.Second, MaxInFlight: 4, MaxAttempts: 12, MaxAge: 24 * time.Hour,
+		Backoff: 10 * time.Second, MaxBackoff: time.Hour, Retention: 24 * time.Hour, FailedRetention: 7 * 24 * time.Hour,
+	}
+}
+
+// addFlags declares the webhook flags on fs.
+func (w *WebhookConfig) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&w.File, "webhooks-file", w.File, `file of the webhook endpoints: a JSON array of {"name", "url", "secret", "events", "prefix"} (see docs/webhooks.md)`)
+	fs.StringVar(&w.Text, "webhooks", w.Text, "the webhook endpoints as the text of a webhooks file")
+	durationVar(fs, &w.Timeout, "webhook-timeout", w.Timeout, "longest wait for an endpoint's answer to one delivery")
+	fs.IntVar(&w.MaxInFlight, "webhook-max-in-flight", w.MaxInFlight, "most deliveries this instance sends to one endpoint at once")
+	fs.IntVar(&w.MaxAttempts, "webhook-max-attempts", w.MaxAttempts, "sends of a delivery before it is given up (marked failed)")
+	durationVar(fs, &w.MaxAge, "webhook-max-age", w.MaxAge, "age of its event after which a delivery is given up rather than retried")
+	durationVar(fs, &w.Backoff, "webhook-backoff", w.Backoff, "wait before the first retry of a delivery; it doubles at each retry")
+	durationVar(fs, &w.MaxBackoff, "webhook-max-backoff", w.MaxBackoff, "longest wait between two sends of a delivery (before jitter)")
+	durationVar(fs, &w.Retention, "webhook-retention", w.Retention, "how long delivered deliveries are kept")
+	durationVar(fs, &w.FailedRetention, "webhook-failed-retention", w.FailedRetention, "how long deliveries given up are kept for inspection")
+}
+
+// check validates the flags and reads the endpoints.
+func (w *WebhookConfig) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"--webhook-timeout", w.Timeout}, {"--webhook-max-age", w.MaxAge}, {"--webhook-backoff", w.Backoff},
+		{"--webhook-max-backoff", w.MaxBackoff}, {"--webhook-retention", w.Retention}, {"--webhook-failed-retention", w.FailedRetention},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s: must be > 0, got %s", d.name, d.v)
+		}
+	}
+	switch {
+	case w.MaxInFlight < 1:
+		return fmt.Errorf("--webhook-max-in-flight: must be >= 1, got %d", w.MaxInFlight)
+	case w.MaxAttempts < 1:
+		return fmt.Errorf("--webhook-max-attempts: must be >= 1, got %d", w.MaxAttempts)
+	case w.MaxBackoff < w.Backoff:
+		return fmt.Errorf("--webhook-max-backoff: must be >= --webhook-backoff %s, got %s", w.Backoff, w.MaxBackoff)
+	}
+	eps, err := loadWebhooks(w.File, w.Text)
+	if err != nil {
+		return err
+	}
+	w.Endpoints = eps
+	return nil
+}
+
+// secrets returns the endpoints' secrets, for the redactor.
+func (w *WebhookConfig) secrets() []string {
+	var out []string
+	for _, e := range w.Endpoints {
+		out = append(out, e.Secret)
+	}
+	return out
+}
+
+// loadWebhooks returns the endpoints of file and text (either may be ""),
+// the file's first. Its errors name the flag and the field, e.g.
+// "--webhooks: webhooks[0].url: must be an absolute http or https URL, got
+// \"crm\"", and never show a secret.
+func loadWebhooks(file, text string) ([]webhook.Endpoint, error) {
+	var all []webhook.Endpoint
+	for _, src := range []struct {
+		name string
+		read func() ([]byte, error)
+	}{
+		{"--webhooks-file " + file, func() ([]byte, error) {
+			if file == "" {
+				return nil, nil
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			data, err := io.ReadAll(io.LimitReader(f, maxWebhooksBytes+1))
+			if err == nil && len(data) > maxWebhooksBytes {
+				err = fmt.Errorf("must be at most %d bytes", maxWebhooksBytes)
+			}
+			return data, err
+		}},
+		{"--webhooks", func() ([]byte, error) { return []byte(text), nil }},
+	} {
+		data, err := src.read()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.name, err)
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		eps, err := parseWebhooks(data)
+		if err == nil {
+			err = webhook.Validate(eps)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.name, err)
+		}
+		all = append(all, eps...)
+	}
+	if err := webhook.Validate(all); err != nil { // a name in both lists
+		return nil, fmt.Errorf("--webhooks-file and --webhooks together (the endpoints of the file first): %w", err)
+	}
+	return all, nil
+}
+
+// parseWebhooks reads a JSON array of endpoints, refusing unknown members.
+func parseWebhooks(data []byte) ([]webhook.Endpoint, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var eps []webhook.Endpoint
+	if err := dec.Decode(&eps); err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax):
+			return nil, fmt.Errorf("invalid JSON at byte %d: %s; %s", syntax.Offset, syntax, webhooksExample)
+		case errors.As(err, &typ) && typ.Field != "":
+			return nil, &refresh.ValidationError{Fields: []refresh.FieldError{{Field: "webhooks[]." + typ.Field, Rule: "must be " + jsonKind(typ.Type.Kind()) + ", got " + typ.Value}}}
+		}
+		return nil, fmt.Errorf("%s; %s", err, webhooksExample)
+	}
+	if dec.More() {
+		return nil, errors.New("has more after the array; " + webhooksExample)
+	}
+	return eps, nil
+}
+
+// webhooks are the parts of webhook delivery that Run wires in: the
+// publisher's RouteFunc, the dispatcher and its collectors. All are nil
+// without endpoints.
+type webhooks struct {
+	route      func([]refresh.Event) []refresh.Delivery
+	dispatcher *webhook.Dispatcher
+	collectors []prometheus.Collector
+}
+
+// newWebhooks returns the webhook parts of w on store, or none if w has
+// no endpoint.
+func newWebhooks(w WebhookConfig, store *postgres.Store, clock refresh.Clock, m *Main) (webhooks, error) {
+	if len(w.Endpoints) == 0 {
+		return webhooks{}, nil
+	}
+	router, err := webhook.NewRouter(w.Endpoints)
+	if err != nil {
+		return webhooks{}, err
+	}
+	names := make([]string, len(w.Endpoints))
+	for i, e := range w.Endpoints {
+		names[i] = e.Name
+	}
+	metrics := webhook.NewMetrics(names...)
+	d, err := webhook.New(webhook.Config{
+		Store: store, Endpoints: w.Endpoints, Clock: clock, Timeout: w.Timeout, MaxInFlight: w.MaxInFlight,
+		MaxAttempts: w.MaxAttempts, MaxAge: w.MaxAge, Backoff: webhook.Backoff{Base: w.Backoff, Max: w.MaxBackoff, Jitter: 0.2},
+		Retention: w.Retention, FailedRetention: w.FailedRetention, Logger: m.Logger, Metrics: metrics, SentFunc: m.WebhookSentFunc,
+	})
+	if err != nil {
+		return webhooks{}, err
+	}
+	for _, e := range w.Endpoints {
+		m.Logger.Info("webhook endpoint", "webhook", e)
+	}
+	return webhooks{route: router.Route, dispatcher: d, collectors: metrics.Collectors()}, nil
+}
+
+// start runs the dispatcher, if any, until ctx ends.
+func (w webhooks) start(ctx context.Context) {
+	if w.dispatcher != nil {
+		_ = w.dispatcher.Start(ctx)
+	}
+}
+
+// wake wakes the dispatcher, if any, after a publisher pass that wrote
+// deliveries.
+func (w webhooks) wake(res refresh.PublishResult, _ error) {
+	if w.dispatcher != nil && res.Routed > 0 {
+		w.dispatcher.Wake()
+	}
+}
