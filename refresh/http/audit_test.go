@@ -51,7 +51,9 @@ func testAudit(t *testing.T, b *bundle) {
 	require.ErrorContains(t, err, "reason: must be a string, got 7")
 	require.NoError(t, c.DeleteWithReason(ctx, "m1", "customer left"))
 
-	at := func(minutes int) refreshhttp.Time { return refreshhttp.Time(start.Add(time.Duration(minutes) * time.Minute)) }
+	at := func(minutes int) refreshhttp.Time {
+		return refreshhttp.Time(start.Add(time.Duration(minutes) * time.Minute))
+	}
 	list, err := c.Audit(ctx, "m1", "", 0)
 	require.NoError(t, err)
 	require.Equal(t, "", list.Next)
