@@ -225,9 +225,9 @@ func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, 
 	return b, err // an invalid id alone is the service's to report, with the rest
 }
 
-// decodeEmpty reads the body of an action or a DELETE: empty, or an
-// object without members ({}). The body may take members such as a reason
-// later; today any member is refused by name.
+// decodeEmpty reads a body that must be empty, or an object without
+// members ({}): any member is refused by name. Actions and DELETE
+// /models/{id} take a reason instead (decodeReason).
 func (s *Server) decodeEmpty(w http.ResponseWriter, r *http.Request) error {
 	data, err := readBody(w, r)
 	if err != nil || len(bytes.TrimSpace(data)) == 0 {
