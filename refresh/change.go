@@ -153,6 +153,7 @@ func getChanges(n int) *changes {
 	c := changesPool.Get().(*changes)
 	c.Changes = slices.Grow(c.Changes[:0], n)
 	c.Events = slices.Grow(c.Events[:0], n)
+	c.Audit = nil
 	c.BeforeCommitFunc = nil
 	return c
 }
@@ -163,7 +164,7 @@ func putChanges(c *changes) {
 		return
 	}
 	clear(c.index)
-	c.Changes, c.Events, c.BeforeCommitFunc = c.Changes[:0], c.Events[:0], nil
+	c.Changes, c.Events, c.Audit, c.BeforeCommitFunc = c.Changes[:0], c.Events[:0], nil, nil
 	changesPool.Put(c)
 }
 

@@ -361,6 +361,16 @@ func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch,
 				ch.put(Change{Model: m})
 			}
 		}
+		if e, ok := auditEntry(ctx, id, writeAction(created, mustExist), now); ok {
+			var before Model
+			if old != nil {
+				before = *old
+			}
+			e.Changes, e.Trigger = DefinitionChanges(before, m), trigger
+			if created || trigger || len(e.Changes) > 0 { // a write that changes nothing is no news
+				ch.Audit = append(ch.Audit, e)
+			}
+		}
 		out = m
 		return ch.Batch, nil
 	})
@@ -400,21 +410,16 @@ func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, 
 	if !ValidID(id) {
 		return Model{}, Decision{}, &ValidationError{Fields: []FieldError{{Field: "id", Rule: IDRule}}}
 	}
-	var apply func(Model, time.Time) (Model, Decision)
-	switch action {
-	case ActionTrigger:
-		apply = Trigger
-	case ActionEnable:
-		apply = Enable
-	case ActionPause:
-		apply = func(m Model, _ time.Time) (Model, Decision) { return Pause(m) }
-	case ActionResume:
-		apply = Resume
-	case ActionCancel:
-		apply = Cancel
-	default:
-		return Model{}, Decision{}, Errorf(EINVALID, "unknown action %q: want trigger, enable, pause, resume or cancel", action)
+	apply, err := actionFunc(action, "")
+	if err != nil {
+		return Model{}, Decision{}, err
 	}
+	return s.act(ctx, id, action, apply, false)
+}
+
+// act applies action to model id with apply in one transaction; bulk
+// marks its audit entry as one model of a bulk action.
+func (s *Service) act(ctx context.Context, id, action string, apply func(Model, time.Time) (Model, Decision), bulk bool) (Model, Decision, error) {
 	var out Model
 	var dec Decision
 	var ch changes
@@ -426,6 +431,10 @@ func (s *Service) Act(ctx context.Context, id, action string) (Model, Decision, 
 		ch = changes{}
 		out, dec = apply(found[0], now)
 		ch.add(found[0], out, dec, now)
+		if e, ok := auditEntry(ctx, id, action, now); ok && !dec.Unchanged {
+			e.Bulk = bulk
+			ch.Audit = append(ch.Audit, e)
+		}
 		return ch.Batch, nil
 	})
 	if err != nil {
@@ -451,6 +460,9 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		m, d := Delete(found[0])
 		ch.add(found[0], m, d, now)
 		ch.Changes[len(ch.Changes)-1].Delete = true
+		if e, ok := auditEntry(ctx, id, AuditDelete, now); ok {
+			ch.Audit = append(ch.Audit, e)
+		}
 		return ch.Batch, nil
 	})
 	if err != nil {

@@ -73,6 +73,9 @@ var ErrBusy = errors.New("another caller is taking events")
 type Batch struct {
 	Changes []Change
 	Events  []Event
+	// Audit are the audit entries of the API writes the batch makes
+	// (audit.go); the store sets their IDs.
+	Audit []AuditEntry
 	// BeforeCommitFunc, if set, is called once the batch is written and
 	// before it commits: the scheduler pushes the jobs of its starts there,
 	// so that no worker's outcome reaches a row still being written. If it

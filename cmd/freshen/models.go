@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,8 +36,13 @@ commands:
   patch ID [-f FILE]            change a model with a JSON merge patch (stdin without -f)
   trigger|enable|pause|resume|cancel ID...
                                 act on models
+  trigger|enable|pause|resume|cancel --prefix P [--queue Q] [--state S] [--overdue] [--all] [--dry-run]
+                                act on every model the selector matches (a bulk action)
   delete ID...                  remove models and their history
   history ID [--limit N]        a model's attempts, newest first
+  audit ID [--limit N]          a model's audit: who wrote what, when and why, newest first
+
+Every write (put, patch, the actions, delete) takes --reason TEXT, recorded in the audit.
 
 Every command takes --server (env FRESHEN_SERVER, default http://localhost:8080),
 --token (env FRESHEN_TOKEN; prefer the variable: an argument shows in the process
@@ -67,6 +73,8 @@ func runModels(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return c.modelsDelete(ctx, args)
 	case "history":
 		return c.modelsHistory(ctx, args)
+	case "audit":
+		return c.modelsAudit(ctx, args)
 	}
 	fmt.Fprintf(stderr, "freshen models: unknown command %q\n", verb)
 	fmt.Fprint(stderr, modelsUsage)
@@ -277,6 +285,7 @@ func (c *clientCmd) modelsWrite(ctx context.Context, verb string, args []string)
 	}
 	fs := c.flags("ID", summary)
 	file := fs.String("f", "", "file of the JSON body; - or none reads stdin")
+	reason := fs.String("reason", "", "why, recorded in the audit (at most 500 bytes)")
 	rest, code, ok := c.parse(args, 1, 1)
 	if !ok {
 		return code
@@ -291,6 +300,12 @@ func (c *clientCmd) modelsWrite(ctx context.Context, verb string, args []string)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "%s: read body: %v\n", c.name, err)
 		return 2
+	}
+	if *reason != "" {
+		if body, err = withReason(body, *reason); err != nil {
+			fmt.Fprintf(c.stderr, "%s: %v\n", c.name, err)
+			return 2
+		}
 	}
 	var m refreshhttp.ModelWithRuns
 	what := "patched"
@@ -317,15 +332,38 @@ func (c *clientCmd) modelsWrite(ctx context.Context, verb string, args []string)
 }
 
 func (c *clientCmd) modelsAct(ctx context.Context, action string, args []string) int {
-	c.flags("ID...", "Applies "+action+" to each model (DESIGN.md section 3); an action that changes nothing says so.")
-	ids, code, ok := c.parse(args, 1, -1)
+	fs := c.flags("ID... | --prefix P [--queue Q] [--state S] [--overdue] [--all] [--dry-run]",
+		"Applies "+action+" to each model (DESIGN.md section 3); an action that changes nothing says so.\n"+
+			"With selector flags instead of ids, applies it to every model they match (a bulk action);\n"+
+			"--dry-run only counts them, and matching every model needs --all.")
+	reason := fs.String("reason", "", "why, recorded in the audit (at most 500 bytes)")
+	var req refreshhttp.BulkRequest
+	fs.StringVar(&req.Selector.Prefix, "prefix", "", "bulk: models whose id starts with this")
+	fs.StringVar(&req.Selector.Queue, "queue", "", "bulk: models of this queue")
+	fs.StringVar(&req.Selector.State, "state", "", "bulk: models in this state ("+strings.Join(refresh.States, ", ")+")")
+	fs.Var(boolFlag{&req.Selector.Overdue}, "overdue", "bulk: models whose freshness promise is broken; =false: kept")
+	fs.BoolVar(&req.All, "all", false, "bulk: every model (without other selector flags)")
+	fs.BoolVar(&req.DryRun, "dry-run", false, "bulk: count the models matched and those the action would change; change nothing")
+	ids, code, ok := c.parse(args, 0, -1)
 	if !ok {
 		return code
+	}
+	bulk := req.Selector != (refreshhttp.BulkSelector{}) || req.All || req.DryRun
+	switch {
+	case bulk && len(ids) > 0:
+		fmt.Fprintf(c.stderr, "%s: give model ids or selector flags (--prefix, --queue, --state, --overdue, --all), not both\n", c.name)
+		return 2
+	case !bulk && len(ids) == 0:
+		c.fs.Usage()
+		return 2
+	case bulk:
+		req.Reason = *reason
+		return c.modelsBulk(ctx, action, req)
 	}
 	var results []refreshhttp.ActResult
 	failed := false
 	for _, id := range ids {
-		res, err := c.client.Act(ctx, id, action)
+		res, err := c.client.ActWithReason(ctx, id, action, *reason)
 		if err != nil {
 			failed = true
 			fmt.Fprintf(c.stderr, "%s: %s: %v\n", c.name, id, err)
@@ -360,15 +398,44 @@ func (c *clientCmd) modelsAct(ctx context.Context, action string, args []string)
 	return 0
 }
 
+// modelsBulk applies a bulk action and says what it did: exit status 1
+// when a model failed.
+func (c *clientCmd) modelsBulk(ctx context.Context, action string, req refreshhttp.BulkRequest) int {
+	res, err := c.client.Bulk(ctx, action, req)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		c.printJSON(res)
+	} else if res.DryRun {
+		fmt.Fprintf(c.stdout, "dry run: %d model(s) matched, %s would change %d; nothing changed\n", res.Matched, action, res.WouldChange)
+	} else {
+		fmt.Fprintf(c.stdout, "%s: %d model(s) matched, %d changed, %d unchanged, %d failed\n", action, res.Matched, res.Changed, res.Unchanged, len(res.Failed))
+		if len(res.Failed) > 0 {
+			tw := newTable(c.stdout)
+			tw.row("ID", "ERROR")
+			for _, f := range res.Failed {
+				tw.row(f.ID, f.Error)
+			}
+			tw.flush()
+		}
+	}
+	if len(res.Failed) > 0 {
+		return 1
+	}
+	return 0
+}
+
 func (c *clientCmd) modelsDelete(ctx context.Context, args []string) int {
-	c.flags("ID...", "Removes each model and its history.")
+	fs := c.flags("ID...", "Removes each model and its history.")
+	reason := fs.String("reason", "", "why, recorded in the audit (at most 500 bytes)")
 	ids, code, ok := c.parse(args, 1, -1)
 	if !ok {
 		return code
 	}
 	status := 0
 	for _, id := range ids {
-		if err := c.client.Delete(ctx, id); err != nil {
+		if err := c.client.DeleteWithReason(ctx, id, *reason); err != nil {
 			fmt.Fprintf(c.stderr, "%s: %s: %v\n", c.name, id, err)
 			status = 1
 			continue
@@ -416,6 +483,70 @@ func (c *clientCmd) modelsHistory(ctx context.Context, args []string) int {
 	}
 	tw.flush()
 	return 0
+}
+
+func (c *clientCmd) modelsAudit(ctx context.Context, args []string) int {
+	fs := c.flags("ID", "Shows a model's audit, newest first: when, who (the token's name), what, why, and the\ndefinition fields a write changed. It outlives the model: a deleted model's ends with its delete.")
+	limit := fs.Int("limit", 20, "entries to show (1 to 1000)")
+	after := fs.String("after", "", "start after this entry (the next of a previous page)")
+	rest, code, ok := c.parse(args, 1, 1)
+	if !ok {
+		return code
+	}
+	list, err := c.client.Audit(ctx, rest[0], *after, *limit)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		c.printJSON(list)
+		return 0
+	}
+	tw := newTable(c.stdout)
+	tw.row("AT", "ACTOR", "ACTION", "REASON", "CHANGES")
+	for _, e := range list.Audit {
+		action := e.Action
+		if e.Bulk {
+			action += " (bulk)"
+		}
+		if e.Trigger {
+			action += " + trigger"
+		}
+		var changes []string
+		for _, ch := range e.Changes {
+			changes = append(changes, fmt.Sprintf("%s: %s -> %s", ch.Field, auditValue(ch.Before), auditValue(ch.After)))
+		}
+		tw.row(formatTime(e.At, time.UTC), e.Actor, action, dash(cut(e.Reason, 60)), dash(cut(strings.Join(changes, "; "), 120)))
+	}
+	tw.flush()
+	if list.Next != "" {
+		fmt.Fprintf(c.stdout, "more: --after %s\n", list.Next)
+	}
+	return 0
+}
+
+// auditValue writes a value of an audited change, "-" when absent.
+func auditValue(v json.RawMessage) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	return string(v)
+}
+
+// withReason returns the JSON object body with the member reason added
+// first; the server refuses a body that has one already (a duplicate
+// field).
+func withReason(body []byte, reason string) ([]byte, error) {
+	trimmed := bytes.TrimSpace(body)
+	if !bytes.HasPrefix(trimmed, []byte("{")) {
+		return nil, errors.New("--reason needs a JSON object body")
+	}
+	r, _ := json.Marshal(reason) // a string always encodes
+	out := append([]byte(`{"reason":`), r...)
+	rest := bytes.TrimSpace(trimmed[1:])
+	if !bytes.HasPrefix(rest, []byte("}")) {
+		out = append(out, ',')
+	}
+	return append(out, rest...), nil
 }
 
 // nextPlan says what an attempt's end planned.

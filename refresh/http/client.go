@@ -140,15 +140,62 @@ func (c *Client) Patch(ctx context.Context, id string, body []byte) (ModelWithRu
 
 // Act applies action (trigger, enable, pause, resume, cancel) to a model.
 func (c *Client) Act(ctx context.Context, id, action string) (ActResult, error) {
+	return c.ActWithReason(ctx, id, action, "")
+}
+
+// ActWithReason is Act with the reason the audit records ("" for none).
+func (c *Client) ActWithReason(ctx context.Context, id, action, reason string) (ActResult, error) {
 	var res ActResult
-	_, err := c.do(ctx, http.MethodPost, modelPath(id)+"/"+url.PathEscape(action), nil, nil, &res)
+	_, err := c.do(ctx, http.MethodPost, modelPath(id)+"/"+url.PathEscape(action), nil, reasonBody(reason), &res)
 	return res, err
 }
 
 // Delete removes a model and its history.
 func (c *Client) Delete(ctx context.Context, id string) error {
-	_, err := c.do(ctx, http.MethodDelete, modelPath(id), nil, nil, nil)
+	return c.DeleteWithReason(ctx, id, "")
+}
+
+// DeleteWithReason is Delete with the reason the audit records ("" for
+// none).
+func (c *Client) DeleteWithReason(ctx context.Context, id, reason string) error {
+	_, err := c.do(ctx, http.MethodDelete, modelPath(id), nil, reasonBody(reason), nil)
 	return err
+}
+
+// reasonBody returns the body {"reason": reason}, or none for "".
+func reasonBody(reason string) []byte {
+	if reason == "" {
+		return nil
+	}
+	body, _ := json.Marshal(map[string]string{"reason": reason}) // a string always encodes
+	return body
+}
+
+// Audit returns one page of a model's audit, newest first; after is "" or
+// the Next of the previous page, limit 0 the server's default.
+func (c *Client) Audit(ctx context.Context, id, after string, limit int) (AuditList, error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var res AuditList
+	_, err := c.do(ctx, http.MethodGet, modelPath(id)+"/audit", q, nil, &res)
+	return res, err
+}
+
+// Bulk applies action (trigger, enable, pause, resume, cancel) to every
+// model req's selector matches, or with req.DryRun counts them.
+func (c *Client) Bulk(ctx context.Context, action string, req BulkRequest) (BulkResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return BulkResult{}, err
+	}
+	var res BulkResult
+	_, err = c.do(ctx, http.MethodPost, "/bulk/"+url.PathEscape(action), nil, body, &res)
+	return res, err
 }
 
 // Attempts returns a model's attempts that started before before ("" or

@@ -11,7 +11,9 @@
 //	DELETE /models/{id}             remove a model and its history: 204
 //	GET    /models                  list models, filtered, one page at a time
 //	GET    /models/{id}/attempts    a model's attempts, newest first
+//	GET    /models/{id}/audit       a model's audit: who wrote what, when and why, newest first
 //	POST   /models/{id}/{action}    trigger, enable, pause, resume or cancel
+//	POST   /bulk/{action}           the same on every model a selector matches
 //	GET    /dead                    dead letters, newest first, one page at a time
 //	POST   /dead/requeue            put dead letters back on their lists
 //	POST   /dead/drop               remove dead letters
@@ -30,8 +32,8 @@
 // it knows (freshen serve also leaves /readyz open). A token has a name
 // (shown in logs), scopes, and optionally an id prefix:
 //
-//	read    GET /models, /models/{id}, /models/{id}/attempts, /metrics, /openapi.json
-//	write   also PUT and PATCH /models/{id} and the actions
+//	read    GET /models, /models/{id}, /models/{id}/attempts, /models/{id}/audit, /metrics, /openapi.json
+//	write   also PUT and PATCH /models/{id}, the actions and the bulk actions
 //	admin   also DELETE /models/{id} and the /dead routes
 //
 // Each scope includes those above it. A token limited to a prefix (such as
@@ -156,8 +158,34 @@
 // that is not disabled, cancel on a disabled one, pause on a paused one,
 // resume on a running one...): the model is then answered unchanged, and
 // nothing is written or published. The body of an action, and of a
-// DELETE, is empty or {}; any member (such as a future "reason") is
-// refused by name for now.
+// DELETE, is empty, {} or {"reason": "..."}; any other member is refused
+// by name.
+//
+// # Bulk actions
+//
+// POST /bulk/trigger, enable, pause, resume, cancel take {"selector":
+// {"prefix", "queue", "state", "overdue"}, "all", "dry_run", "reason"},
+// checked whole (every broken rule named, nothing done); a selector that
+// names no criterion needs "all": true. It is resolved once into ids, then
+// refresh.Service.Bulk applies the action in batches, each model getting
+// its single action's transition, event and audit entry. A token limited
+// to an id prefix stays within it (an empty selector means its models; a
+// prefix beyond it is 403). Answers {"matched", "would_change"} for a dry
+// run, else {"matched", "changed", "unchanged", "failed": [{"id",
+// "error"}]}.
+//
+// # Audit
+//
+// Every write (PUT, PATCH, DELETE, the actions, each model of a bulk
+// action) is audited in the transaction of its change: the token's name
+// ("anonymous" without tokens), the time, the action, the body's optional
+// "reason" (at most 500 bytes, no control characters but tab and newline)
+// and, for a create, replace or patch, the definition fields changed with
+// their values before and after (refresh.DefinitionChanges). A write that
+// changes nothing records nothing. GET /models/{id}/audit (parameters
+// after and limit, 1 to 1000, default 20) answers {"audit": [{"id", "at",
+// "actor", "action", "reason", "bulk", "trigger", "changes"}], "next"},
+// newest first; the entries outlive the model.
 //
 // # GET /models
 //

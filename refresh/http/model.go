@@ -59,7 +59,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	if !isNull(b.policy) {
 		req.Policy = b.policy
 	}
-	m, created, err := s.svc.Put(r.Context(), req)
+	m, created, err := s.svc.Put(auditContext(r, b.reason), req)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -95,7 +95,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	m, err := s.svc.Patch(r.Context(), refresh.PatchRequest{
+	m, err := s.svc.Patch(auditContext(r, b.reason), refresh.PatchRequest{
 		ID: id, Queue: b.queue, Payload: b.payload, Policy: b.policy, Trigger: b.trigger, IfMatch: ifMatch,
 	})
 	if err != nil {
@@ -274,14 +274,15 @@ func (s *Server) handleAct(w http.ResponseWriter, r *http.Request, action string
 	if err == nil {
 		_, err = query(r)
 	}
+	var reason string
 	if err == nil {
-		err = s.decodeEmpty(w, r)
+		reason, err = s.decodeReason(w, r)
 	}
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	m, d, err := s.svc.Act(r.Context(), id, action)
+	m, d, err := s.svc.Act(auditContext(r, reason), id, action)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -299,11 +300,12 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		_, err = query(r)
 	}
+	var reason string
 	if err == nil {
-		err = s.decodeEmpty(w, r)
+		reason, err = s.decodeReason(w, r)
 	}
 	if err == nil {
-		err = s.svc.Delete(r.Context(), id)
+		err = s.svc.Delete(auditContext(r, reason), id)
 	}
 	if err != nil {
 		s.Error(w, r, err)

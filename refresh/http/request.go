@@ -162,12 +162,14 @@ func decodeObject(ctx context.Context, data []byte, maxErrors int, member func(n
 type modelBody struct {
 	queue, payload, policy json.RawMessage
 	trigger                bool
+	// reason is why the caller writes, for the audit.
+	reason string
 }
 
 // decodeModel reads the body of a PUT or PATCH of model id: an object of
 // queue (a string), payload (any JSON), policy (an object), trigger (true
-// or false), every member optional and null allowed, and id, which must be
-// the path's. The id of the path is reported with the body's errors.
+// or false), reason (a string, for the audit), every member optional and
+// null allowed, and id, which must be the path's. The id of the path is reported with the body's errors.
 func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, method string) (modelBody, error) {
 	var b modelBody
 	data, err := readBody(w, r)
@@ -207,8 +209,12 @@ func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, 
 			if !null && json.Unmarshal(v, &b.trigger) != nil {
 				return "must be true or false, got " + short(v)
 			}
+		case "reason":
+			var rule string
+			b.reason, rule = reasonRule(v)
+			return rule
 		default:
-			return "unknown field; want queue, payload, policy or trigger"
+			return "unknown field; want queue, payload, policy, trigger or reason"
 		}
 		return ""
 	})
@@ -219,9 +225,9 @@ func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, 
 	return b, err // an invalid id alone is the service's to report, with the rest
 }
 
-// decodeEmpty reads the body of an action or a DELETE: empty, or an
-// object without members ({}). The body may take members such as a reason
-// later; today any member is refused by name.
+// decodeEmpty reads a body that must be empty, or an object without
+// members ({}): any member is refused by name. Actions and DELETE
+// /models/{id} take a reason instead (decodeReason).
 func (s *Server) decodeEmpty(w http.ResponseWriter, r *http.Request) error {
 	data, err := readBody(w, r)
 	if err != nil || len(bytes.TrimSpace(data)) == 0 {

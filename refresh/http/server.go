@@ -124,9 +124,15 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 	s.route("GET /models/{id}", ScopeRead, ownID, s.handleGet)
 	s.route("DELETE /models/{id}", ScopeAdmin, ownID, s.handleDelete)
 	s.route("GET /models/{id}/attempts", ScopeRead, ownID, s.handleAttempts)
+	s.route("GET /models/{id}/audit", ScopeRead, ownID, s.handleAudit)
 	for _, action := range []string{refresh.ActionTrigger, refresh.ActionEnable, refresh.ActionPause, refresh.ActionResume, refresh.ActionCancel} {
 		s.route("POST /models/{id}/"+action, ScopeWrite, ownID, func(w http.ResponseWriter, r *http.Request) {
 			s.handleAct(w, r, action)
+		})
+	}
+	for _, action := range []string{refresh.ActionTrigger, refresh.ActionEnable, refresh.ActionPause, refresh.ActionResume, refresh.ActionCancel} {
+		s.route("POST /bulk/"+action, ScopeWrite, anyID, func(w http.ResponseWriter, r *http.Request) {
+			s.handleBulk(w, r, action)
 		})
 	}
 	if s.dead != nil {

@@ -24,6 +24,7 @@ type Store struct {
 	attempts map[string][]refresh.Attempt // by model id, oldest first
 	events   []refresh.Event              // written, not yet taken
 	taking   bool                         // a TakeEvents call is running
+	audit    auditLog                     // audit entries, kept after their model
 }
 
 // NewStore returns an empty store.
@@ -231,6 +232,7 @@ func (s *Store) TakeEvents(_ context.Context, limit int, fn func([]refresh.Event
 // write stores a batch; the caller holds s.mu.
 func (s *Store) write(b refresh.Batch) {
 	s.events = append(s.events, b.Events...)
+	s.audit.add(b.Audit)
 	for _, c := range b.Changes {
 		if c.Delete {
 			delete(s.models, c.Model.ID)

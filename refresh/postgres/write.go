@@ -165,7 +165,7 @@ func dueAt(m refresh.Model) time.Time {
 	return m.RefreshAt
 }
 
-// write stores batch b in t with at most eight statements sent in one
+// write stores batch b in t with at most nine statements sent in one
 // round trip, followed, when the batch has no BeforeCommitFunc, by the
 // COMMIT. locked are the models the transaction holds: a change to one
 // of them updates it (or deletes it, with its history), any other change
@@ -186,7 +186,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 	// Without a hook to call before the commit, the commit goes with the
 	// writes.
 	commit := batch.BeforeCommitFunc == nil
-	if len(changes) == 0 && len(batch.Events) == 0 {
+	if len(changes) == 0 && len(batch.Events) == 0 && len(batch.Audit) == 0 {
 		if commit {
 			return t.commit(ctx)
 		}
@@ -287,6 +287,10 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 	if outbox != nil {
 		b.Queue(`INSERT INTO outbox (events) VALUES ($1)`, outbox)
 	}
+	audited, err := queueAudit(b, batch.Audit)
+	if err != nil {
+		return err
+	}
 	if notify {
 		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
 	}
@@ -294,7 +298,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 		b.Queue("COMMIT")
 	}
 	res := t.SendBatch(ctx, b)
-	err := func() error {
+	err = func() error {
 		if len(deletes) > 0 {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("delete %d models: %w", len(deletes), err)
@@ -330,6 +334,11 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 		if outbox != nil {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("write %d events: %w", len(batch.Events), err)
+			}
+		}
+		if audited {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("write %d audit entries: %w", len(batch.Audit), err)
 			}
 		}
 		if notify {
