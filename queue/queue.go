@@ -216,7 +216,7 @@ func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 				return fmt.Errorf("encode event of model %s: %w", e.ModelID, err)
 			}
 		}
-		for _, typ := range lifecycle(e) {
+		for _, typ := range e.Lifecycle() {
 			pipe.XAdd(ctx, &redis.XAddArgs{
 				Stream: r.keys.eventsKey(),
 				MaxLen: r.opt.EventsMaxLen,

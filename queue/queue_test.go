@@ -366,31 +366,6 @@ func TestPublish(t *testing.T) {
 	})
 }
 
-func TestLifecycle(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		typ, decision string
-		want          []string
-	}{
-		{refresh.EventStart, "", []string{"started"}},
-		{refresh.EventSuccess, "", []string{"succeeded"}},
-		{refresh.EventFailure, refresh.DecisionRetry, []string{"failed", "retry_scheduled"}},
-		{refresh.EventFailure, refresh.DecisionRetryAligned, []string{"failed", "retry_scheduled"}},
-		{refresh.EventFailure, refresh.DecisionWaitNext, []string{"failed", "retry_scheduled"}},
-		{refresh.EventFailure, refresh.DecisionDisable, []string{"failed", "disabled"}},
-		{refresh.EventTimeout, refresh.DecisionRetry, []string{"failed", "retry_scheduled"}},
-		{refresh.EventTimeout, refresh.DecisionDisable, []string{"failed", "disabled"}},
-		{refresh.EventEnable, "", []string{"enabled"}},
-		{refresh.EventStale, "", []string{"stale"}},
-		{refresh.EventDelete, "", []string{"deleted"}},
-		{refresh.EventCreate, "", []string{"create"}},
-		{refresh.EventPause, "", []string{"pause"}},
-		{refresh.EventCancel, "", []string{"cancel"}},
-	} {
-		require.Equal(t, tc.want, lifecycle(refresh.Event{Type: tc.typ, Decision: tc.decision}), "%s/%s", tc.typ, tc.decision)
-	}
-}
-
 func TestEventsStreamBound(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {

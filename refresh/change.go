@@ -21,7 +21,7 @@ func NewEvent(m Model, d Decision, now time.Time) Event {
 		RefreshAt: utc(m.RefreshAt), DeadlineAt: utc(m.DeadlineAt), Disabled: m.Disabled(),
 		Cause: d.Cause, Upstream: d.Upstream, Unchanged: d.DataUnchanged, Until: utc(d.Until),
 		OverdueSince: utc(d.OverdueSince), OverdueFor: d.OverdueFor, State: d.Phase, Missed: d.Missed,
-		DebounceAt: utc(m.DebounceAt), WaitingForSlot: m.WaitingForSlot,
+		DebounceAt: utc(m.DebounceAt), WaitingForSlot: m.WaitingForSlot, Recovered: d.Recovered,
 	}
 }
 

@@ -93,7 +93,7 @@ func SuccessUnchanged(m Model, now time.Time) (Model, Decision) {
 
 // success ends the attempt at its arrival at and plans from now.
 func success(m Model, unchanged bool, at, now time.Time) (Model, Decision) {
-	d := Decision{Event: EventSuccess, Rule: "success", UID: m.AttemptUID, AttemptNo: m.AttemptNo}
+	d := Decision{Event: EventSuccess, Rule: "success", UID: m.AttemptUID, AttemptNo: m.AttemptNo, Recovered: m.ConsecutiveFailures > 0}
 	m.idle()
 	m.AttemptNo = 0
 	m.ConsecutiveFailures = 0

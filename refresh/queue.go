@@ -162,6 +162,9 @@ type Event struct {
 	DebounceAt time.Time `json:"debounce_at,omitzero"`
 	// WaitingForSlot is the model's waiting_for_slot after the event.
 	WaitingForSlot bool `json:"waiting_for_slot,omitempty"`
+	// Recovered marks a success that ended a streak of failures; it is
+	// published as succeeded, then recovered.
+	Recovered bool `json:"recovered,omitempty"`
 	// Raw, if set, is the event's JSON as json.Marshal encodes it, kept by
 	// the store it was read from: Queue.Publish sends it as it is instead
 	// of encoding the event again.

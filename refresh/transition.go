@@ -128,6 +128,9 @@ type Decision struct {
 	Upstream string
 	// DataUnchanged marks a success whose outcome said unchanged: true.
 	DataUnchanged bool
+	// Recovered marks a success that ended a streak of failures
+	// (consecutive_failures was > 0).
+	Recovered bool
 	// Until is the time a snooze outcome asked for (its until, or the time
 	// of the write plus its for).
 	Until time.Time

@@ -504,7 +504,9 @@ func TestSuccess(t *testing.T) {
 			want.StatusMessage = "" // the progress text ends with its attempt
 			// last_error stays for display.
 			requireModel(t, want, got)
-			require.Equal(t, refresh.Decision{Event: refresh.EventSuccess, Rule: "success", UID: "u1", AttemptNo: n, Why: d.Why}, d)
+			// A success that ends a streak of failures is published as
+			// recovered too.
+			require.Equal(t, refresh.Decision{Event: refresh.EventSuccess, Rule: "success", UID: "u1", AttemptNo: n, Why: d.Why, Recovered: tt.streak}, d)
 			require.NotEmpty(t, d.Why)
 		})
 	}

@@ -146,7 +146,7 @@ func TestWebhookServeDeliversDisabledAndEnabled(t *testing.T) {
 	srv := httptest.NewServer(rcv)
 	t.Cleanup(srv.Close)
 	hooks, err := json.Marshal([]webhook.Endpoint{{Name: "crm", URL: srv.URL + "/hooks", Secret: webhookSecret,
-		Events: []string{webhook.EventDisabled, webhook.EventEnabled}, Prefix: "wh-"}})
+		Events: []string{refresh.LifecycleDisabled, refresh.LifecycleEnabled}, Prefix: "wh-"}})
 	require.NoError(t, err)
 	p := e.serve("wh", "--webhooks", string(hooks), "--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms")
 

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/freshen-dev/freshen/queue"
 	"github.com/freshen-dev/freshen/refresh"
 	"github.com/freshen-dev/freshen/refresh/postgres"
 )
@@ -442,12 +441,12 @@ func (r *eventReader) run(ctx context.Context) error {
 // note counts entry m, read at now; r.mu is held.
 func (r *eventReader) note(m redis.XMessage, now time.Time) {
 	switch m.Values["type"] {
-	case queue.LifecycleStarted:
+	case refresh.LifecycleStarted:
 		r.started++
 		if r.firstStart.IsZero() {
 			r.firstStart = now
 		}
-	case queue.LifecycleSucceeded:
+	case refresh.LifecycleSucceeded:
 		id, _ := m.Values["model_id"].(string)
 		if id == "" {
 			id = "entry " + m.ID

@@ -20,7 +20,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/freshen-dev/freshen/queue"
 	"github.com/freshen-dev/freshen/refresh"
 )
 
@@ -541,7 +540,7 @@ func (h *hostile) disableFlow() repro {
 			if code != http.StatusOK && code != http.StatusCreated {
 				return fixed(answer{status: fmt.Sprintf("PUT answered %d", code)}), nil
 			}
-			started, err := h.waitEvent(ctx, from, id, queue.LifecycleStarted, 10*time.Second)
+			started, err := h.waitEvent(ctx, from, id, refresh.LifecycleStarted, 10*time.Second)
 			if err != nil || started == nil {
 				return fixed(answer{status: "no start within 10s"}), err
 			}
@@ -554,7 +553,7 @@ func (h *hostile) disableFlow() repro {
 				if err := h.b.rdb.LPush(ctx, h.b.keys.outcomes(), msg).Err(); err != nil {
 					return answer{}, err
 				}
-				disabled, err := h.waitEvent(ctx, from, id, queue.LifecycleDisabled, 10*time.Second)
+				disabled, err := h.waitEvent(ctx, from, id, refresh.LifecycleDisabled, 10*time.Second)
 				if err != nil || disabled == nil {
 					return answer{status: "not disabled within 10s"}, err
 				}

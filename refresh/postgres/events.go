@@ -99,7 +99,7 @@ func appendEvent(b []byte, e *refresh.Event) ([]byte, error) {
 // appendEvent leaves to json.Marshal.
 func extended(e *refresh.Event) bool {
 	return e.Cause != "" || e.Upstream != "" || e.Unchanged || !e.Until.IsZero() || !e.OverdueSince.IsZero() ||
-		e.OverdueFor != 0 || e.State != "" || e.Missed != 0 || !e.DebounceAt.IsZero() || e.WaitingForSlot
+		e.OverdueFor != 0 || e.State != "" || e.Missed != 0 || !e.DebounceAt.IsZero() || e.WaitingForSlot || e.Recovered
 }
 
 // encodable reports whether time.Time.MarshalJSON accepts t: its year is

@@ -68,8 +68,11 @@ func randomEvent(r *rand.Rand) refresh.Event {
 		case k == 8:
 			e.DebounceAt = tm()
 			fallthrough
-		default:
+		case k == 9:
 			e.WaitingForSlot = r.IntN(2) == 0
+			fallthrough
+		default:
+			e.Recovered = true
 		}
 	}
 	return e
@@ -80,7 +83,7 @@ func randomEvent(r *rand.Rand) refresh.Event {
 func TestEventsCodec(t *testing.T) {
 	// A new field of refresh.Event must be added to appendEvent and
 	// parseEvent (and here).
-	require.Equal(t, 25, reflect.TypeFor[refresh.Event]().NumField())
+	require.Equal(t, 26, reflect.TypeFor[refresh.Event]().NumField())
 	r := rand.New(rand.NewPCG(1, 2))
 	var events []refresh.Event
 	for range 2000 {

@@ -43,9 +43,9 @@ func TestWebhookDeliversChosenEventsThroughFailures(t *testing.T) {
 		}
 		return 200
 	})
-	crm := rcv.endpoint("crm", EventDisabled, EventEnabled, refresh.EventFreshnessLost, refresh.EventFreshnessRestored)
+	crm := rcv.endpoint("crm", refresh.LifecycleDisabled, refresh.LifecycleEnabled, refresh.EventFreshnessLost, refresh.EventFreshnessRestored)
 	crm.Prefix = "acme-"
-	ops := rcv.endpoint("ops", EventFailed)
+	ops := rcv.endpoint("ops", refresh.LifecycleFailed)
 	p := b.publisher(t, nil, crm, ops)
 
 	b.write(t,
@@ -137,7 +137,7 @@ func TestWebhookRestartBetweenTakeAndDeliveryLosesNothing(t *testing.T) {
 		}
 		return 200
 	})
-	crm := rcv.endpoint("crm", EventDisabled)
+	crm := rcv.endpoint("crm", refresh.LifecycleDisabled)
 	q := &flakyQueue{Queue: b.queue, down: true}
 	p := b.publisher(t, q, crm)
 	b.write(t, disabledEvent("m1", "u1", t0))
@@ -191,7 +191,7 @@ func TestWebhookDispatchersNeverSendADeliveryTwiceAtOnce(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	rcv := newReceiver(t, func(string, int) int { return 204 })
-	ops := rcv.endpoint("ops", EventStarted)
+	ops := rcv.endpoint("ops", refresh.LifecycleStarted)
 	const n = 60
 	events := make([]refresh.Event, n)
 	for i := range events {
@@ -246,7 +246,7 @@ func TestWebhookGivesUpAndPrunes(t *testing.T) {
 		}
 		return 500
 	})
-	crm := rcv.endpoint("crm", EventDisabled)
+	crm := rcv.endpoint("crm", refresh.LifecycleDisabled)
 	b.write(t,
 		disabledEvent("ok", "u1", t0),
 		disabledEvent("down", "u2", t0),
@@ -300,7 +300,7 @@ func TestWebhookSlowEndpointDoesNotStallOthers(t *testing.T) {
 		return 200
 	})
 	fastRcv := newReceiver(t, func(string, int) int { return 200 })
-	slow, fast := slowRcv.endpoint("slow", EventStarted), fastRcv.endpoint("fast", EventStarted)
+	slow, fast := slowRcv.endpoint("slow", refresh.LifecycleStarted), fastRcv.endpoint("fast", refresh.LifecycleStarted)
 	slow.Prefix, fast.Prefix = "s", "f"
 	var events []refresh.Event
 	for i := range 4 {

@@ -60,58 +60,6 @@ func (e Endpoint) wants(name, id string) bool {
 	return strings.HasPrefix(id, e.Prefix) && slices.Contains(e.Events, name)
 }
 
-// Webhook event names. A failure or a timeout is two of them: failed, then
-// retry_scheduled or disabled.
-const (
-	EventStarted        = "started"
-	EventSucceeded      = "succeeded"
-	EventFailed         = "failed"
-	EventRetryScheduled = "retry_scheduled"
-	EventDisabled       = "disabled"
-	EventEnabled        = "enabled"
-	EventSkipped        = "skipped"
-	EventSnoozed        = "snoozed"
-)
-
-// EventNames are the names an endpoint may choose, as the events stream
-// names its entries (queue/WIRE.md), with the extensions of DESIGN.md
-// section 6.
-var EventNames = []string{
-	refresh.EventCreate, EventStarted, EventSucceeded, EventFailed, EventRetryScheduled, EventDisabled,
-	EventEnabled, refresh.EventStale, refresh.EventStatus, refresh.EventTrigger, refresh.EventPause,
-	refresh.EventResume, refresh.EventCancel, refresh.EventDelete, EventSkipped, EventSnoozed,
-	refresh.EventDebounce, refresh.EventWait, refresh.EventFreshnessLost, refresh.EventFreshnessRestored,
-}
-
-// Names returns the webhook event names of e, as the events stream names
-// its entries: start is started, success succeeded, enable enabled, skip
-// skipped, snooze snoozed; a failure or timeout is failed, then
-// retry_scheduled (decision retry, retry_aligned, wait_next) or disabled
-// (decision disable); any other event keeps its type.
-func Names(e refresh.Event) []string {
-	switch e.Type {
-	case refresh.EventStart:
-		return []string{EventStarted}
-	case refresh.EventSuccess:
-		return []string{EventSucceeded}
-	case refresh.EventEnable:
-		return []string{EventEnabled}
-	case refresh.EventSkip:
-		return []string{EventSkipped}
-	case refresh.EventSnooze:
-		return []string{EventSnoozed}
-	case refresh.EventFailure, refresh.EventTimeout:
-		switch e.Decision {
-		case refresh.DecisionDisable:
-			return []string{EventFailed, EventDisabled}
-		case refresh.DecisionRetry, refresh.DecisionRetryAligned, refresh.DecisionWaitNext:
-			return []string{EventFailed, EventRetryScheduled}
-		}
-		return []string{EventFailed}
-	}
-	return []string{e.Type}
-}
-
 // IdempotencyKey returns the key of the delivery of e under the webhook
 // name name, the same on every send of it and to every endpoint:
 // "{model_id}:{event}:{attempt_uid}" for an event about an attempt, and
@@ -169,8 +117,8 @@ func Validate(endpoints []Endpoint) error {
 		}
 		for j, name := range e.Events {
 			switch {
-			case !slices.Contains(EventNames, name):
-				add(fmt.Sprintf("%sevents[%d]", f, j), "must be one of %s, got %q", strings.Join(EventNames, ", "), name)
+			case !slices.Contains(refresh.LifecycleNames, name):
+				add(fmt.Sprintf("%sevents[%d]", f, j), "must be one of %s, got %q", strings.Join(refresh.LifecycleNames, ", "), name)
 			case slices.Contains(e.Events[:j], name):
 				add(fmt.Sprintf("%sevents[%d]", f, j), "must not repeat %q", name)
 			}

@@ -19,6 +19,8 @@ func TestWebhookNamesAndKeys(t *testing.T) {
 	}{
 		{refresh.Event{ModelID: "m", Type: refresh.EventStart, AttemptUID: "u"}, []string{"started"}, []string{"m:started:u"}},
 		{refresh.Event{ModelID: "m", Type: refresh.EventSuccess, AttemptUID: "u"}, []string{"succeeded"}, []string{"m:succeeded:u"}},
+		{refresh.Event{ModelID: "m", Type: refresh.EventSuccess, AttemptUID: "u", Recovered: true},
+			[]string{"succeeded", "recovered"}, []string{"m:succeeded:u", "m:recovered:u"}},
 		{refresh.Event{ModelID: "m", Type: refresh.EventFailure, Decision: refresh.DecisionDisable, AttemptUID: "u"},
 			[]string{"failed", "disabled"}, []string{"m:failed:u", "m:disabled:u"}},
 		{refresh.Event{ModelID: "m", Type: refresh.EventTimeout, Decision: refresh.DecisionRetryAligned, AttemptUID: "u"},
@@ -32,10 +34,10 @@ func TestWebhookNamesAndKeys(t *testing.T) {
 		{refresh.Event{ModelID: "m", Type: refresh.EventFreshnessRestored, At: at, AttemptUID: "u", OverdueSince: overdue},
 			[]string{"freshness_restored"}, []string{"m:freshness_restored:2026-03-02T05:00:00Z"}},
 	} {
-		require.Equal(t, tc.names, Names(tc.e), tc.e.Type)
+		require.Equal(t, tc.names, tc.e.Lifecycle(), tc.e.Type)
 		var keys []string
 		for _, n := range tc.names {
-			require.Contains(t, EventNames, n)
+			require.Contains(t, refresh.LifecycleNames, n)
 			keys = append(keys, IdempotencyKey(tc.e, n))
 		}
 		require.Equal(t, tc.keys, keys, tc.e.Type)

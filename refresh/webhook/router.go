@@ -40,7 +40,7 @@ func (r *Router) Route(events []refresh.Event) []refresh.Delivery {
 	for i := range events {
 		e := &events[i]
 		var raw json.RawMessage
-		for _, name := range Names(*e) {
+		for _, name := range e.Lifecycle() {
 			for _, ep := range r.endpoints {
 				if !ep.wants(name, e.ModelID) {
 					continue
