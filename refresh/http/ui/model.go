@@ -98,7 +98,7 @@ func (h *Handler) handleAct(w http.ResponseWriter, r *http.Request, v *viewer) {
 		h.fail(w, r, v, http.StatusBadRequest, "id: "+refresh.IDRule)
 		return
 	}
-	_, d, err := h.svc.Act(r.Context(), id, name)
+	_, d, err := h.svc.Act(v.audited(r.Context()), id, name)
 	if err != nil {
 		h.failErr(w, r, v, err)
 		return

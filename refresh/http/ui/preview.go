@@ -160,7 +160,7 @@ func (h *Handler) savePolicy(w http.ResponseWriter, r *http.Request, v *viewer, 
 		h.failErr(w, r, v, err)
 		return
 	}
-	_, _, err = h.svc.Put(r.Context(), refresh.PutRequest{ID: id, Queue: m.Queue, Payload: m.Payload,
+	_, _, err = h.svc.Put(v.audited(r.Context()), refresh.PutRequest{ID: id, Queue: m.Queue, Payload: m.Payload,
 		Policy: json.RawMessage(p.Form.Policy), IfMatch: []string{p.Form.Tag}})
 	switch {
 	case err == nil:

@@ -185,6 +185,17 @@ type viewer struct {
 	token string
 }
 
+// audited returns ctx carrying the viewer as the author of the writes made
+// with it, as the API's writes carry their token's name (the audit of
+// each model).
+func (v *viewer) audited(ctx context.Context) context.Context {
+	actor := v.Name
+	if actor == "" {
+		actor = refresh.AuditAnonymous
+	}
+	return refresh.WithAudit(ctx, refresh.AuditInfo{Actor: actor})
+}
+
 // CanWrite reports whether the viewer may act on models.
 func (v *viewer) CanWrite() bool { return v.Can(refreshhttp.ScopeWrite) }
 

@@ -286,6 +286,16 @@ func TestActions(t *testing.T) {
 	_, body = writer.get("/ui/models/m1")
 	contains(t, body, "Nothing changed: already paused")
 
+	// The model's audit names the token of each action that changed
+	// something, as the API's writes do; the no-op pause is not there.
+	audit, err := b.store.Audit(context.Background(), "m1", 0, 10)
+	require.NoError(t, err)
+	var got []string
+	for _, e := range audit {
+		got = append(got, e.Actor+" "+e.Action)
+	}
+	require.Equal(t, []string{"writer pause", "writer trigger"}, got, "newest first")
+
 	res, _ = writer.post("/ui/models/m1/explode", url.Values{"csrf": {writer.csrf("/ui/models/m1")}})
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 	res, _ = writer.post("/ui/models/nope/trigger", url.Values{"csrf": {writer.csrf("/ui/models/m1")}})
