@@ -35,22 +35,26 @@ func (s *Service) Propagate(ctx context.Context, events []Event) (int, error) {
 	if len(deps) == 0 {
 		return 0, nil
 	}
-	var ch changes
-	triggers := 0
-	err = s.Store.Modify(ctx, deps, func(found []Model) (Batch, error) {
-		ch, triggers = changes{}, 0
-		var ids []string
-		for _, dep := range found {
-			for _, u := range dep.Upstreams {
-				if !slices.Contains(ids, u) {
-					ids = append(ids, u)
-				}
+	// The upstreams are read before the dependents are locked, as an
+	// upstream's state is read anyway without its lock.
+	var ids, upIDs []string
+	for id, ups := range deps {
+		ids = append(ids, id)
+		for _, u := range ups {
+			if !slices.Contains(upIDs, u) {
+				upIDs = append(upIDs, u)
 			}
 		}
-		ups, err := s.Store.Upstreams(ctx, ids)
-		if err != nil {
-			return Batch{}, err
-		}
+	}
+	slices.Sort(ids)
+	ups, err := s.Store.Upstreams(ctx, upIDs)
+	if err != nil {
+		return 0, fmt.Errorf("propagate: read %d upstreams: %w", len(upIDs), err)
+	}
+	var ch changes
+	triggers := 0
+	err = s.Store.Modify(ctx, ids, func(found []Model) (Batch, error) {
+		ch, triggers = changes{}, 0
 		now := s.Clock.Now()
 		for _, dep := range found {
 			for _, from := range changed {

@@ -52,9 +52,9 @@ type Store interface {
 	// does not wait for a slot (see ClaimDue), and false if there is none.
 	NextDue(ctx context.Context) (time.Time, bool, error)
 
-	// Dependents returns the ids of the models whose upstreams name one of
-	// ids, in id order.
-	Dependents(ctx context.Context, ids []string) ([]string, error)
+	// Dependents returns the models whose upstreams name one of ids: the
+	// upstreams of each, by its id.
+	Dependents(ctx context.Context, ids []string) (map[string][]string, error)
 	// Upstreams returns the view as an upstream (UpstreamOf) of each model
 	// among ids that exists, by id; missing ones are left out.
 	Upstreams(ctx context.Context, ids []string) (map[string]Upstream, error)

@@ -205,21 +205,20 @@ func (s *Store) sortedLimits() []refresh.Limit {
 	return out
 }
 
-// Dependents returns the ids of the models whose upstreams name one of
-// ids, in id order.
-func (s *Store) Dependents(_ context.Context, ids []string) ([]string, error) {
+// Dependents returns the upstreams of the models whose upstreams name one
+// of ids, by model id.
+func (s *Store) Dependents(_ context.Context, ids []string) (map[string][]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []string
+	out := map[string][]string{}
 	for id, m := range s.models {
 		for _, u := range m.Upstreams {
 			if slices.Contains(ids, u) {
-				out = append(out, id)
+				out[id] = slices.Clone(m.Upstreams)
 				break
 			}
 		}
 	}
-	slices.Sort(out)
 	return out, nil
 }
 

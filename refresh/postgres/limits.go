@@ -137,15 +137,24 @@ func (s *Store) Counts(ctx context.Context) (refresh.Counts, error) {
 	return c, nil
 }
 
-// Dependents returns the ids of the models whose upstreams name one of
-// ids, in id order, through the GIN index models_upstreams.
-func (s *Store) Dependents(ctx context.Context, ids []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id FROM models WHERE upstreams && $1::text[] ORDER BY id`, ids)
+// Dependents returns the upstreams of the models whose upstreams name one
+// of ids, by model id, through the GIN index models_upstreams.
+func (s *Store) Dependents(ctx context.Context, ids []string) (map[string][]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, upstreams FROM models WHERE upstreams && $1::text[]`, ids)
 	if err != nil {
 		return nil, storeError("find dependents", err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var id string
+		var ups []string
+		if err := rows.Scan(&id, &ups); err != nil {
+			return nil, storeError("find dependents", err)
+		}
+		out[id] = ups
+	}
+	if err := rows.Err(); err != nil {
 		return nil, storeError("find dependents", err)
 	}
 	return out, nil

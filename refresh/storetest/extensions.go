@@ -211,10 +211,10 @@ func testDependentsUpstreams(t *testing.T, s refresh.Store) {
 
 	deps, err := s.Dependents(ctx, []string{"orders", "customers"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"report"}, deps)
+	require.Equal(t, map[string][]string{"report": {"orders", "customers"}}, deps)
 	deps, err = s.Dependents(ctx, []string{"report", "orders"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"report", "summary"}, deps)
+	require.Equal(t, map[string][]string{"report": {"orders", "customers"}, "summary": {"report"}}, deps)
 
 	ups, err := s.Upstreams(ctx, []string{"orders", "customers"})
 	require.NoError(t, err)
