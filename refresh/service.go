@@ -495,6 +495,14 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
+// WakeScheduler wakes the scheduler, if WakeFunc is set: a change outside
+// the models (a concurrency limit) may let models start.
+func (s *Service) WakeScheduler() {
+	if s.WakeFunc != nil {
+		s.WakeFunc()
+	}
+}
+
 // committed reports the events of a committed call and, if wake, wakes
 // the scheduler.
 func (s *Service) committed(events []Event, wake bool) {

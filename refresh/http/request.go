@@ -160,13 +160,15 @@ func decodeObject(ctx context.Context, data []byte, maxErrors int, member func(n
 // policy are the members given, as sent (nil when absent; JSON null when
 // sent as null).
 type modelBody struct {
-	queue, payload, policy json.RawMessage
-	trigger                bool
+	queue, payload, policy   json.RawMessage
+	upstreams, upstreamsMode json.RawMessage
+	trigger                  bool
 }
 
 // decodeModel reads the body of a PUT or PATCH of model id: an object of
-// queue (a string), payload (any JSON), policy (an object), trigger (true
-// or false), every member optional and null allowed, and id, which must be
+// queue (a string), payload (any JSON), policy (an object), upstreams (an
+// array of ids), upstreams_mode (a string), trigger (true or false), every
+// member optional and null allowed, and id, which must be
 // the path's. The id of the path is reported with the body's errors.
 func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, method string) (modelBody, error) {
 	var b modelBody
@@ -207,8 +209,20 @@ func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, 
 			if !null && json.Unmarshal(v, &b.trigger) != nil {
 				return "must be true or false, got " + short(v)
 			}
+		case "upstreams":
+			var ids []string
+			if !null && json.Unmarshal(v, &ids) != nil {
+				return "must be an array of model ids, got " + short(v)
+			}
+			b.upstreams = v
+		case "upstreams_mode":
+			var mode string
+			if !null && json.Unmarshal(v, &mode) != nil {
+				return "must be a string, got " + short(v)
+			}
+			b.upstreamsMode = v
 		default:
-			return "unknown field; want queue, payload, policy or trigger"
+			return "unknown field; want queue, payload, policy, upstreams, upstreams_mode or trigger"
 		}
 		return ""
 	})
