@@ -4,7 +4,8 @@ import "github.com/freshen-dev/freshen/refresh"
 
 // Lifecycle names: the "type" field of the entries of the events stream.
 // Event types without a lifecycle name of their own (create, status,
-// trigger, pause, resume, cancel) are published under their event type.
+// trigger, pause, resume, cancel, and debounce, wait, freshness_lost,
+// freshness_restored) are published under their event type.
 const (
 	LifecycleStarted        = "started"
 	LifecycleSucceeded      = "succeeded"
@@ -13,6 +14,10 @@ const (
 	LifecycleDisabled       = "disabled"
 	LifecycleEnabled        = "enabled"
 	LifecycleStale          = "stale"
+	// LifecycleSkipped is a start skipped by the catch-up window (event
+	// skip), LifecycleSnoozed an attempt ended by a snooze (event snooze).
+	LifecycleSkipped = "skipped"
+	LifecycleSnoozed = "snoozed"
 )
 
 // lifecycle returns the stream entry types of e. A failure or timeout is
@@ -28,6 +33,10 @@ func lifecycle(e refresh.Event) []string {
 		return []string{LifecycleEnabled}
 	case refresh.EventStale:
 		return []string{LifecycleStale}
+	case refresh.EventSkip:
+		return []string{LifecycleSkipped}
+	case refresh.EventSnooze:
+		return []string{LifecycleSnoozed}
 	case refresh.EventFailure, refresh.EventTimeout:
 		switch e.Decision {
 		case refresh.DecisionDisable:

@@ -385,6 +385,12 @@ func TestLifecycle(t *testing.T) {
 		{refresh.EventCreate, "", []string{"create"}},
 		{refresh.EventPause, "", []string{"pause"}},
 		{refresh.EventCancel, "", []string{"cancel"}},
+		{refresh.EventSkip, "", []string{"skipped"}},
+		{refresh.EventSnooze, "", []string{"snoozed"}},
+		{refresh.EventDebounce, "", []string{"debounce"}},
+		{refresh.EventWait, "", []string{"wait"}},
+		{refresh.EventFreshnessLost, "", []string{"freshness_lost"}},
+		{refresh.EventFreshnessRestored, "", []string{"freshness_restored"}},
 	} {
 		require.Equal(t, tc.want, lifecycle(refresh.Event{Type: tc.typ, Decision: tc.decision}), "%s/%s", tc.typ, tc.decision)
 	}
