@@ -216,3 +216,25 @@ func TestSnoozeThroughConsumer(t *testing.T) {
 	require.Equal(t, t0, m.SnoozedSince)
 	require.Equal(t, int64(1), b.metrics.Snoozed.Load())
 }
+
+// TestTimeoutAndRetryInOnePass: a timeout whose retry starts at once, in
+// the same pass, keeps the history row of the attempt that timed out.
+func TestTimeoutAndRetryInOnePass(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.put(t, "m", `{"timeout": "10m", "retry": {"delays": ["0s"]}}`, true)
+	s := b.scheduler(t, refresh.SchedulerConfig{})
+	_, err := s.RunOnce(ctx)
+	require.NoError(t, err)
+	b.clock.Advance(10 * time.Minute)
+	res, err := s.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.TimedOut)
+	require.Equal(t, 1, res.Started)
+	history, err := b.store.History(ctx, "m", 10)
+	require.NoError(t, err)
+	require.Len(t, history, 2)
+	require.Equal(t, "", history[0].Outcome)
+	require.Equal(t, 2, history[0].AttemptNo)
+	require.Equal(t, refresh.EventTimeout, history[1].Outcome)
+}
