@@ -182,14 +182,23 @@ func (c *changes) add(before, after Model, d Decision, now time.Time) {
 }
 
 // put records ch, replacing an earlier change of the same model but keeping
-// its history row when ch has none.
+// its history row when ch has none. When both touch a history row, of two
+// attempts (a timeout, then the start of its retry, in one tick), ch is
+// added after it instead: the store writes both rows and the model of the
+// last change.
 func (c *changes) put(ch Change) {
 	if c.index == nil {
 		c.index = map[string]int{}
 	}
 	if i, ok := c.index[ch.Model.ID]; ok {
-		if ch.Attempt == nil {
-			ch.Attempt = c.Changes[i].Attempt
+		prev := c.Changes[i].Attempt
+		switch {
+		case ch.Attempt == nil:
+			ch.Attempt = prev
+		case prev != nil && prev.UID != ch.Attempt.UID:
+			c.index[ch.Model.ID] = len(c.Changes)
+			c.Changes = append(c.Changes, ch)
+			return
 		}
 		c.Changes[i] = ch
 		return

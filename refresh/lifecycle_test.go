@@ -32,7 +32,10 @@ func TestLifecycle(t *testing.T) {
 		{refresh.Event{Type: refresh.EventCreate}, []string{"create"}},
 		{refresh.Event{Type: refresh.EventPause}, []string{"pause"}},
 		{refresh.Event{Type: refresh.EventCancel}, []string{"cancel"}},
+		{refresh.Event{Type: refresh.EventDebounce}, []string{"debounce"}},
+		{refresh.Event{Type: refresh.EventWait}, []string{"wait"}},
 		{refresh.Event{Type: refresh.EventFreshnessLost}, []string{"freshness_lost"}},
+		{refresh.Event{Type: refresh.EventFreshnessRestored}, []string{"freshness_restored"}},
 	} {
 		got := tc.e.Lifecycle()
 		require.Equal(t, tc.want, got, "%s/%s", tc.e.Type, tc.e.Decision)

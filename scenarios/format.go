@@ -21,9 +21,30 @@ type entryJSON struct {
 	RefreshAt  *string `json:"refresh_at"`
 	DeadlineAt *string `json:"deadline_at"`
 	Disabled   bool    `json:"disabled"`
+
+	Cause          string  `json:"cause,omitempty"`
+	Upstream       string  `json:"upstream,omitempty"`
+	Unchanged      bool    `json:"unchanged,omitempty"`
+	Until          *string `json:"until,omitempty"`
+	OverdueSince   *string `json:"overdue_since,omitempty"`
+	OverdueFor     string  `json:"overdue_for,omitempty"`
+	State          string  `json:"state,omitempty"`
+	Missed         int     `json:"missed,omitempty"`
+	DebounceAt     *string `json:"debounce_at,omitempty"`
+	WaitingForSlot bool    `json:"waiting_for_slot,omitempty"`
 }
 
 func utc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// overdueFor is the length of the freshness episode a freshness_restored
+// ends, as a duration ("16m10s"; "0s" for an episode that ended at once),
+// and "" for other entries.
+func overdueFor(e Entry) string {
+	if e.Event != "freshness_restored" {
+		return ""
+	}
+	return e.OverdueFor.String()
+}
 
 func nullable(t time.Time) *string {
 	if t.IsZero() {
@@ -41,6 +62,9 @@ func WriteJSON(w io.Writer, timeline []Entry) error {
 		line, err := json.Marshal(entryJSON{
 			At: utc(e.At), Event: e.Event, Kind: e.Kind, Decision: e.Decision, Reason: e.Reason,
 			AttemptNo: e.AttemptNo, RefreshAt: nullable(e.RefreshAt), DeadlineAt: nullable(e.DeadlineAt), Disabled: e.Disabled,
+			Cause: e.Cause, Upstream: e.Upstream, Unchanged: e.Unchanged, Until: nullable(e.Until),
+			OverdueSince: nullable(e.OverdueSince), OverdueFor: overdueFor(e), State: e.State, Missed: e.Missed,
+			DebounceAt: nullable(e.DebounceAt), WaitingForSlot: e.WaitingForSlot,
 		})
 		if err != nil {
 			return err

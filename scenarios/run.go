@@ -21,6 +21,19 @@ type Entry struct {
 	RefreshAt  time.Time
 	DeadlineAt time.Time
 	Disabled   bool
+
+	// The fields of the events of the extensions (DESIGN.md section 6),
+	// zero when unused: as refresh.Event has them.
+	Cause          string
+	Upstream       string
+	Unchanged      bool
+	Until          time.Time
+	OverdueSince   time.Time
+	OverdueFor     time.Duration
+	State          string
+	Missed         int
+	DebounceAt     time.Time
+	WaitingForSlot bool
 }
 
 // DefaultMaxEntries is the number of timeline entries Run produces at most
@@ -190,7 +203,11 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		sort.SliceStable(pending, func(i, j int) bool { return pending[i].at.Before(pending[j].at) })
 		n := 0
 		for n < len(pending) && !pending[n].at.After(now) {
-			q.Deliver(pending[n].outcome)
+			o := pending[n].outcome
+			if rule := refresh.CheckOutcome(o, now); rule != "" {
+				return false, fmt.Errorf("the snooze of attempt %s, arriving at %s: %s", o.AttemptUID, now.Format(time.RFC3339), rule)
+			}
+			q.Deliver(o)
 			n++
 		}
 		if n > 0 {
@@ -207,11 +224,12 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		if err != nil {
 			return false, err
 		}
+		before := len(timeline)
 		if err := record(); err != nil {
 			return false, err
 		}
-		if res.Started+res.TimedOut > 0 {
-			did = true
+		if res.Started+res.TimedOut > 0 || len(timeline) > before {
+			did = true // a debounce, a freshness_lost or a skip may make more due
 		}
 		for _, job := range q.Take(queue, 1<<30) {
 			b := spec.behaviour(started, job.StartedAt)
@@ -286,17 +304,25 @@ func deliver(job refresh.Job, b Behaviour, timeout time.Duration) (arrival, bool
 	if b.Outcome == behaveTimeout || b.After >= timeout {
 		return arrival{}, false
 	}
-	o := refresh.Outcome{ModelID: job.ModelID, AttemptUID: job.AttemptUID, Type: refresh.OutcomeSuccess}
-	if b.Outcome == behaveFailure {
+	o := refresh.Outcome{ModelID: job.ModelID, AttemptUID: job.AttemptUID, Type: refresh.OutcomeSuccess, Unchanged: b.Unchanged}
+	switch b.Outcome {
+	case behaveFailure:
 		o.Type, o.Kind, o.Message, o.Retryable, o.UserMessage = refresh.OutcomeFailure, b.Kind, b.Message, b.Retryable, b.UserMessage
+	case behaveSnooze:
+		o.Type, o.Until, o.For = refresh.OutcomeSnooze, b.Until, refresh.Duration(b.For)
 	}
 	return arrival{at: job.StartedAt.Add(b.After), outcome: o}, true
 }
 
 func entry(e refresh.Event) Entry {
-	en := Entry{At: e.At.UTC(), Event: e.Type, AttemptNo: e.AttemptNo, RefreshAt: e.RefreshAt, DeadlineAt: e.DeadlineAt, Disabled: e.Disabled}
-	if e.Type == refresh.EventFailure || e.Type == refresh.EventTimeout {
+	en := Entry{At: e.At.UTC(), Event: e.Type, AttemptNo: e.AttemptNo, RefreshAt: e.RefreshAt, DeadlineAt: e.DeadlineAt, Disabled: e.Disabled,
+		Cause: e.Cause, Upstream: e.Upstream, Unchanged: e.Unchanged, Until: e.Until, OverdueSince: e.OverdueSince,
+		OverdueFor: e.OverdueFor, State: e.State, Missed: e.Missed, DebounceAt: e.DebounceAt, WaitingForSlot: e.WaitingForSlot}
+	switch e.Type {
+	case refresh.EventFailure, refresh.EventTimeout:
 		en.Kind, en.Decision, en.Reason = e.Kind, e.Decision, e.Reason
+	case refresh.EventWait:
+		en.Reason = e.Reason
 	}
 	return en
 }

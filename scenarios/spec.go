@@ -49,13 +49,18 @@ type SpecModel struct {
 
 // Behaviour is what one attempt does: its outcome and when it arrives.
 type Behaviour struct {
-	// Outcome is success, failure or timeout.
+	// Outcome is success, failure, snooze or timeout.
 	Outcome     string
 	After       time.Duration
 	Kind        string
 	Message     string
 	Retryable   *bool
 	UserMessage string
+	// Until or For is the time a snooze asks for (one of the two).
+	Until time.Time
+	For   time.Duration
+	// Unchanged marks a success whose data did not change.
+	Unchanged bool
 }
 
 // Action is a user action at a time.
@@ -69,6 +74,7 @@ const (
 	behaveSuccess = "success"
 	behaveFailure = "failure"
 	behaveTimeout = "timeout"
+	behaveSnooze  = "snooze"
 )
 
 // the wire shapes, decoded strictly.
@@ -96,6 +102,9 @@ type behaviourJSON struct {
 	Message     string `json:"message"`
 	Retryable   *bool  `json:"retryable"`
 	UserMessage string `json:"user_message"`
+	Until       string `json:"until"`
+	For         string `json:"for"`
+	Unchanged   bool   `json:"unchanged"`
 }
 
 type actionJSON struct {
@@ -158,9 +167,9 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 		}
 	}
 	behaviour := func(field string, b behaviourJSON) Behaviour {
-		out := Behaviour{Outcome: b.Outcome, Kind: b.Kind, Message: b.Message, Retryable: b.Retryable, UserMessage: b.UserMessage}
+		out := Behaviour{Outcome: b.Outcome, Kind: b.Kind, Message: b.Message, Retryable: b.Retryable, UserMessage: b.UserMessage, Unchanged: b.Unchanged}
 		switch b.Outcome {
-		case behaveSuccess, behaveTimeout:
+		case behaveSuccess, behaveTimeout, behaveSnooze:
 			if b.Kind != "" || b.Message != "" || b.Retryable != nil || b.UserMessage != "" {
 				bad(field, "kind, message, retryable and user_message go with outcome failure only")
 			}
@@ -169,7 +178,29 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 				out.Kind = "error"
 			}
 		default:
-			bad(field+".outcome", "must be success, failure or timeout, got %q", b.Outcome)
+			bad(field+".outcome", "must be success, failure, snooze or timeout, got %q", b.Outcome)
+		}
+		if b.Unchanged && b.Outcome != behaveSuccess {
+			bad(field+".unchanged", "goes with outcome success only")
+		}
+		if (b.Until != "" || b.For != "") && b.Outcome != behaveSnooze {
+			bad(field, "until and for go with outcome snooze only")
+		}
+		if b.Outcome == behaveSnooze {
+			switch {
+			case b.Until != "" && b.For != "":
+				bad(field+".until", "a snooze sets until or for, not both")
+			case b.Until != "":
+				out.Until = instant(field+".until", b.Until)
+			case b.For != "":
+				d, err := refresh.ParseDuration(b.For)
+				if err != nil || d <= 0 {
+					bad(field+".for", "must be a duration > 0 like \"15m\" or \"PT15M\", got %q", b.For)
+				}
+				out.For = time.Duration(d)
+			default:
+				bad(field+".until", "a snooze needs until or for")
+			}
 		}
 		if b.After != "" {
 			d, err := refresh.ParseDuration(b.After)

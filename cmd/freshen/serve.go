@@ -107,6 +107,9 @@ type ServeConfig struct {
 	HTTP    HTTPConfig
 	// Limits bound every model written and every outcome applied.
 	Limits refresh.Limits
+	// MaxRunning are the concurrency limits to create at start when they
+	// do not exist yet (--max-running).
+	MaxRunning []refresh.Limit
 	// ConsumerLease is how long this instance may go unseen before another
 	// takes back the outcomes it holds; it beats every ConsumerLease/5.
 	ConsumerLease time.Duration
@@ -292,6 +295,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
 		"keep it stable across restarts (the default is the host name: two instances on one host need distinct ids)")
 	durationVar(fs, &c.MaxSleep, "max-sleep", c.MaxSleep, "longest the scheduler sleeps without looking at the database")
+	fs.Var(limitsFlag{&c.MaxRunning}, "max-running", "a concurrency limit to create at start if it does not exist yet: queue:NAME=N or prefix:PREFIX=N (repeat the flag, or separate them with commas); change limits later with freshen limits")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply the database migrations at start (else serve refuses a schema that is not this build's)")
 	durationVar(fs, &c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "longest to wait at start for PostgreSQL and Redis; 0 waits until they answer")
@@ -509,6 +513,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	store := m.store.Load()
 	store.SetLimits(c.Limits)
+	if err := seedLimits(connectCtx, store, c.MaxRunning, log); err != nil {
+		return err
+	}
 	err = retryConnect(connectCtx, log, "connect to redis", func() error { return m.client.Ping(connectCtx).Err() })
 	if err != nil {
 		return err
@@ -526,9 +533,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var svc *refresh.Service
 	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{
 		Store: store, Queue: m.queue, Clock: clock, Logger: log, Metrics: metrics,
 		RouteFunc: hooks.route, PublishedFunc: hooks.wake,
+		// The upstream triggers of the successes, before their events leave
+		// the store.
+		PropagateFunc: func(ctx context.Context, events []refresh.Event) (int, error) { return svc.Propagate(ctx, events) },
 	})
 	if err != nil {
 		return err
@@ -560,7 +571,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	svc := &refresh.Service{Store: store, Clock: clock, Limits: c.Limits, Logger: log, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
+	svc = &refresh.Service{Store: store, Clock: clock, Limits: c.Limits, Logger: log, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
 	api := refreshhttp.NewServer(svc,
 		refreshhttp.WithLogger(log),
 		refreshhttp.WithMetrics(metrics),

@@ -59,6 +59,16 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	if !isNull(b.policy) {
 		req.Policy = b.policy
 	}
+	if !isNull(b.upstreams) {
+		_ = json.Unmarshal(b.upstreams, &req.Upstreams) // checked by decodeModel
+	}
+	if !isNull(b.upstreamsMode) {
+		_ = json.Unmarshal(b.upstreamsMode, &req.UpstreamsMode)
+	}
+	if err := upstreamsOwned(r, req.Upstreams); err != nil {
+		s.Error(w, r, err)
+		return
+	}
 	m, created, err := s.svc.Put(auditContext(r, b.reason), req)
 	if err != nil {
 		s.Error(w, r, err)
@@ -70,7 +80,7 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/models/"+url.PathEscape(id))
 	}
 	setETag(w, m)
-	writeJSON(w, code, withNextRuns(m, s.svc.Clock.Now()))
+	s.writeModel(w, r, code, m)
 }
 
 // handlePatch changes part of a model with a JSON merge patch: 200 with
@@ -95,15 +105,24 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
+	var ups []string
+	if !isNull(b.upstreams) {
+		_ = json.Unmarshal(b.upstreams, &ups) // checked by decodeModel
+	}
+	if err := upstreamsOwned(r, ups); err != nil {
+		s.Error(w, r, err)
+		return
+	}
 	m, err := s.svc.Patch(auditContext(r, b.reason), refresh.PatchRequest{
 		ID: id, Queue: b.queue, Payload: b.payload, Policy: b.policy, Trigger: b.trigger, IfMatch: ifMatch,
+		Upstreams: b.upstreams, UpstreamsMode: b.upstreamsMode,
 	})
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
 	setETag(w, m)
-	writeJSON(w, http.StatusOK, withNextRuns(m, s.svc.Clock.Now()))
+	s.writeModel(w, r, http.StatusOK, m)
 }
 
 // handleGet returns a model with its next planned runs.
@@ -122,7 +141,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setETag(w, m)
-	writeJSON(w, http.StatusOK, withNextRuns(m, s.svc.Clock.Now()))
+	s.writeModel(w, r, http.StatusOK, m)
 }
 
 // ModelList is the body of GET /models. Next is the cursor of the next
@@ -372,4 +391,40 @@ func (s *Server) handleAttempts(w http.ResponseWriter, r *http.Request) {
 		res.Next = list[len(list)-1].StartedAt.UTC().Format(time.RFC3339Nano)
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// upstreamsOwned refuses upstreams outside the id prefix of the caller's
+// token: a token limited to a prefix may only name
+// upstreams inside it.
+func upstreamsOwned(r *http.Request, upstreams []string) error {
+	p, ok := PrincipalFrom(r.Context())
+	if !ok || p.Prefix == "" {
+		return nil
+	}
+	var fields []refresh.FieldError
+	for i, u := range upstreams {
+		if !p.Owns(u) {
+			fields = append(fields, refresh.FieldError{Field: fmt.Sprintf("upstreams[%d]", i),
+				Rule: fmt.Sprintf("must start with %q, the id prefix of token %q, got %q", p.Prefix, p.Name, u)})
+		}
+	}
+	if len(fields) > 0 {
+		return &refresh.ValidationError{Fields: fields}
+	}
+	return nil
+}
+
+// writeModel answers with m, its next runs and, if it has upstreams, their
+// status, read from the store.
+func (s *Server) writeModel(w http.ResponseWriter, r *http.Request, code int, m refresh.Model) {
+	v := withNextRuns(m, s.svc.Clock.Now())
+	if len(m.Upstreams) > 0 {
+		ups, err := s.svc.Store.Upstreams(r.Context(), m.Upstreams)
+		if err != nil {
+			s.Error(w, r, err)
+			return
+		}
+		v = withUpstreams(v, m, ups)
+	}
+	writeJSON(w, code, v)
 }

@@ -229,7 +229,7 @@ func TestOpenAPIScopes(t *testing.T) {
 		if o.op[servedBy] != nil {
 			continue
 		}
-		path := strings.NewReplacer("/dead/{id}", "/dead/0123456789abcdef", "{id}", "m1").Replace(o.path)
+		path := strings.NewReplacer("/dead/{id}", "/dead/0123456789abcdef", "{id}", "m1", "{kind}/{key}", "queue/tables").Replace(o.path)
 		t.Run(o.String(), func(t *testing.T) {
 			scope := doc.scope(o)
 			switch scope {
@@ -278,6 +278,15 @@ func TestOpenAPIAnswers(t *testing.T) {
 		{method: "PUT", path: "/models/m1", body: `{}`, token: "write", header: map[string]string{"If-None-Match": "*"}, want: 412},
 		{method: "PUT", path: "/models/m2", body: `{"policy": {"retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}, "color": 1}`, token: "write", want: 400},
 		{method: "PUT", path: "/models/m2", body: `{"payload": "` + strings.Repeat("x", maxBodyBytes) + `"}`, token: "write", want: 413},
+		{method: "PUT", path: "/models/report", body: `{"upstreams": ["m1", "missing"], "upstreams_mode": "any"}`, token: "write", want: 201},
+		{method: "PUT", path: "/models/m1", body: `{"queue": "tables", "payload": {"input_url": "https://example.com/a.csv"}, "policy": ` + policy + `, "upstreams": ["report"]}`, token: "write", want: 400},
+		{method: "GET", path: "/models/report", token: "read", want: 200},
+		{method: "PUT", path: "/limits/queue/tables", body: `{"max_running": 5}`, token: "admin", want: 200},
+		{method: "PUT", path: "/limits/prefix/acme-", body: `{"max_running": -1}`, token: "admin", want: 400},
+		{method: "PUT", path: "/limits/queue/tables", body: `{"max_running": 5}`, token: "acme", want: 403},
+		{method: "GET", path: "/limits", token: "read", want: 200},
+		{method: "DELETE", path: "/limits/queue/tables", token: "admin", want: 204},
+		{method: "DELETE", path: "/limits/queue/tables", token: "admin", want: 404},
 		{method: "PUT", path: "/models/on-demand", body: `{"policy": {"retry": {"backoff": {"strategy": "exponential", "base": "1m"}}}}`, token: "write", want: 201},
 		{method: "PATCH", path: "/models/m1", body: `{"policy": {"timeout": "30m", "give_up_after": null}, "payload": null}`, token: "write", want: 200},
 		{method: "PATCH", path: "/models/nope", body: `{"policy": {"timeout": "30m"}}`, token: "write", want: 404},

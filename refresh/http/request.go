@@ -160,16 +160,19 @@ func decodeObject(ctx context.Context, data []byte, maxErrors int, member func(n
 // policy are the members given, as sent (nil when absent; JSON null when
 // sent as null).
 type modelBody struct {
-	queue, payload, policy json.RawMessage
-	trigger                bool
+	queue, payload, policy   json.RawMessage
+	upstreams, upstreamsMode json.RawMessage
+	trigger                  bool
 	// reason is why the caller writes, for the audit.
 	reason string
 }
 
 // decodeModel reads the body of a PUT or PATCH of model id: an object of
-// queue (a string), payload (any JSON), policy (an object), trigger (true
-// or false), reason (a string, for the audit), every member optional and
-// null allowed, and id, which must be the path's. The id of the path is reported with the body's errors.
+// queue (a string), payload (any JSON), policy (an object), upstreams (an
+// array of ids), upstreams_mode (a string), trigger (true or false),
+// reason (a string, for the audit), every member optional and null
+// allowed, and id, which must be the path's. The id of the path is
+// reported with the body's errors.
 func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, method string) (modelBody, error) {
 	var b modelBody
 	data, err := readBody(w, r)
@@ -209,12 +212,24 @@ func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, 
 			if !null && json.Unmarshal(v, &b.trigger) != nil {
 				return "must be true or false, got " + short(v)
 			}
+		case "upstreams":
+			var ids []string
+			if !null && json.Unmarshal(v, &ids) != nil {
+				return "must be an array of model ids, got " + short(v)
+			}
+			b.upstreams = v
+		case "upstreams_mode":
+			var mode string
+			if !null && json.Unmarshal(v, &mode) != nil {
+				return "must be a string, got " + short(v)
+			}
+			b.upstreamsMode = v
 		case "reason":
 			var rule string
 			b.reason, rule = reasonRule(v)
 			return rule
 		default:
-			return "unknown field; want queue, payload, policy, trigger or reason"
+			return "unknown field; want queue, payload, policy, upstreams, upstreams_mode, trigger or reason"
 		}
 		return ""
 	})

@@ -135,6 +135,9 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 			s.handleBulk(w, r, action)
 		})
 	}
+	s.route("GET /limits", ScopeRead, wholeOnly, s.handleLimits)
+	s.route("PUT /limits/{kind}/{key}", ScopeAdmin, wholeOnly, s.handlePutLimit)
+	s.route("DELETE /limits/{kind}/{key}", ScopeAdmin, wholeOnly, s.handleDeleteLimit)
 	if s.dead != nil {
 		s.route("GET /dead", ScopeAdmin, wholeOnly, s.handleDeadList)
 		s.route("POST /dead/requeue", ScopeAdmin, wholeOnly, s.handleRequeue)

@@ -76,6 +76,39 @@ type Model struct {
 	DisabledReason      nullString      `json:"disabled_reason"`
 	Paused              bool            `json:"paused"`
 	StatusMessage       nullString      `json:"status_message"`
+
+	// The fields of the extensions (DESIGN.md section 6).
+
+	// Upstreams are the models whose changes trigger this one ([] for
+	// none); UpstreamsMode is all or any.
+	Upstreams     []string `json:"upstreams"`
+	UpstreamsMode string   `json:"upstreams_mode"`
+	// State is the model's state by the precedence of a freshness_lost:
+	// disabled, paused, running, snoozed, retrying, waiting_for_slot,
+	// scheduled or idle.
+	State          string `json:"state"`
+	WaitingForSlot bool   `json:"waiting_for_slot"`
+	// OverdueSince is set while a freshness episode is open; OverdueAt is
+	// when the model becomes overdue without a success (null without
+	// max_age).
+	OverdueSince  Time `json:"overdue_since"`
+	OverdueAt     Time `json:"overdue_at"`
+	DebounceAt    Time `json:"debounce_at"`
+	SnoozedSince  Time `json:"snoozed_since"`
+	LastChangedAt Time `json:"last_changed_at"`
+	// SpreadOffset is the shift of every scheduled occurrence (policy
+	// spread), absent without one.
+	SpreadOffset *refresh.Duration `json:"spread_offset,omitempty"`
+}
+
+// UpstreamStatus is the JSON of one upstream of a model: status is
+// changed (since the model's last success), waiting (to refresh),
+// disabled, paused or missing.
+type UpstreamStatus struct {
+	ID             string     `json:"id"`
+	Status         string     `json:"status"`
+	LastChangedAt  Time       `json:"last_changed_at"`
+	DisabledReason nullString `json:"disabled_reason,omitempty"`
 }
 
 // ModelWithRuns is the JSON of one model as the routes that return one
@@ -83,6 +116,40 @@ type Model struct {
 type ModelWithRuns struct {
 	Model
 	NextRuns []Time `json:"next_runs"`
+	// UpstreamStatus lists each upstream with its status, and WaitingFor
+	// says what the model waits for (refresh.UpstreamWaiting), e.g.
+	// "waiting for orders, whose refresh is disabled: ...", null when its
+	// condition holds or it has no upstreams.
+	UpstreamStatus []UpstreamStatus `json:"upstream_status,omitempty"`
+	WaitingFor     nullString       `json:"waiting_for,omitempty"`
+}
+
+// withUpstreams returns v with the status of m's upstreams, ups being the
+// upstreams that exist.
+func withUpstreams(v ModelWithRuns, m refresh.Model, ups map[string]refresh.Upstream) ModelWithRuns {
+	if len(m.Upstreams) == 0 {
+		return v
+	}
+	v.UpstreamStatus = make([]UpstreamStatus, 0, len(m.Upstreams))
+	for _, id := range m.Upstreams {
+		u, ok := ups[id]
+		st := UpstreamStatus{ID: id, LastChangedAt: Time(u.LastChangedAt)}
+		switch {
+		case !ok:
+			st.Status = "missing"
+		case !u.LastChangedAt.IsZero() && u.LastChangedAt.After(m.LastSuccessAt):
+			st.Status = "changed"
+		case u.Disabled:
+			st.Status, st.DisabledReason = "disabled", nullString(u.DisabledReason)
+		case u.Paused:
+			st.Status = "paused"
+		default:
+			st.Status = "waiting"
+		}
+		v.UpstreamStatus = append(v.UpstreamStatus, st)
+	}
+	v.WaitingFor = nullString(refresh.UpstreamWaiting(m, ups))
+	return v
 }
 
 // LastError is the JSON of a model's last error.
@@ -104,6 +171,22 @@ func newModel(m refresh.Model) Model {
 	}
 	if len(v.Payload) == 0 {
 		v.Payload = json.RawMessage("null")
+	}
+	v.Upstreams, v.UpstreamsMode = m.Upstreams, m.UpstreamsMode
+	if v.Upstreams == nil {
+		v.Upstreams = []string{}
+	}
+	if v.UpstreamsMode == "" {
+		v.UpstreamsMode = refresh.UpstreamsAll
+	}
+	v.State, v.WaitingForSlot = m.Phase(), m.WaitingForSlot
+	v.OverdueSince, v.DebounceAt, v.SnoozedSince, v.LastChangedAt = Time(m.OverdueSince), Time(m.DebounceAt), Time(m.SnoozedSince), Time(m.LastChangedAt)
+	if at, ok := m.OverdueAt(); ok {
+		v.OverdueAt = Time(at)
+	}
+	if m.Policy.Spread > 0 {
+		off := refresh.Duration(m.SpreadOffset())
+		v.SpreadOffset = &off
 	}
 	if e := m.LastError; e != nil {
 		v.LastError = &LastError{Kind: e.Kind, Message: e.Message, At: Time(e.At)}

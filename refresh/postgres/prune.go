@@ -88,8 +88,7 @@ func (s *Store) PruneHistory(ctx context.Context, r refresh.PruneRequest) (refre
 
 // CountModels counts the models by state (see refresh.ModelCounts),
 // overall and for the maxQueues queues with the most models, in one query
-// (one scan of models). The schema does not keep overdue_since and
-// waiting_for_slot: Overdue and WaitingForSlot count 0.
+// (one scan of models).
 func (s *Store) CountModels(ctx context.Context, maxQueues int) (refresh.ModelCounts, map[string]refresh.ModelCounts, error) {
 	var all refresh.ModelCounts
 	byQueue := map[string]refresh.ModelCounts{}
@@ -98,7 +97,9 @@ func (s *Store) CountModels(ctx context.Context, maxQueues int) (refresh.ModelCo
 			count(*) FILTER (WHERE disabled_at IS NULL AND paused),
 			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NOT NULL),
 			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures > 0),
-			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures = 0)
+			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures = 0),
+			count(*) FILTER (WHERE overdue_since IS NOT NULL),
+			count(*) FILTER (WHERE waiting_for_slot)
 		FROM models GROUP BY GROUPING SETS ((), (queue))
 		ORDER BY GROUPING(queue) DESC, count(*) DESC, queue
 		LIMIT $1`, maxQueues+1)
@@ -107,7 +108,7 @@ func (s *Store) CountModels(ctx context.Context, maxQueues int) (refresh.ModelCo
 		var total bool
 		var q string
 		var c refresh.ModelCounts
-		if err := rows.Scan(&total, &q, &c.Disabled, &c.Paused, &c.Running, &c.Failing, &c.Idle); err != nil {
+		if err := rows.Scan(&total, &q, &c.Disabled, &c.Paused, &c.Running, &c.Failing, &c.Idle, &c.Overdue, &c.WaitingForSlot); err != nil {
 			return all, nil, storeError("count models", err)
 		}
 		if total {
