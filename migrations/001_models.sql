@@ -1,5 +1,5 @@
 -- models holds one row per refreshable model: what to run, its policy and
--- where it stands (DESIGN.md section 1). A NULL timestamp stands for the
+-- where it stands (docs/transitions.md). A NULL timestamp stands for the
 -- zero time.Time of the Go field; a NULL text for "".
 CREATE TABLE models (
     id                   text        PRIMARY KEY,

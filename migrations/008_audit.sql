@@ -1,4 +1,4 @@
--- audit holds one row per audited write of the API (DESIGN.md section 6):
+-- audit holds one row per audited write of the API (docs/policy.md):
 -- who (the token's name, "anonymous" without tokens), when (the service's
 -- clock), what (create, replace, patch, delete or an action), the caller's
 -- reason and, for a write of the definition, the fields it changed with

@@ -1,4 +1,4 @@
--- The state of the extensions of DESIGN.md section 6 (upstreams,
+-- The state of the extensions of docs/policy.md (upstreams,
 -- concurrency limits, freshness promise, debounced triggers, snooze,
 -- catch-up window). A NULL stands for the zero value of the Go field, as
 -- in 001.

@@ -87,7 +87,7 @@ func derive(err error) *JobError {
 }
 
 // Result is what a handler returns, instead of an error, to report an
-// outcome other than a plain success or a failure (DESIGN.md section 6):
+// outcome other than a plain success or a failure (docs/policy.md):
 // Snooze, SnoozeUntil and Unchanged build it. The worker finds it in the
 // returned error's chain with errors.As, like a JobError.
 type Result struct {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// This file holds DESIGN.md section 3's actions: Trigger, Enable, Pause,
+// This file holds docs/transitions.md's actions: Trigger, Enable, Pause,
 // Resume, Cancel and Delete, asked for through the API or the simulator;
 // the causes of a trigger and how each action meets the state of section
 // 6 (a debounce window, a snooze, a slot wait); and Edit, a write of the

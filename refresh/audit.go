@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// This file holds the audit of DESIGN.md section 6: every write of the API
+// This file holds the audit of docs/policy.md: every write of the API
 // records who (the token's name), when (the service's clock), what (the
 // action), the caller's optional reason and, for a change of the
 // definition, the fields before and after. The entry is part of the

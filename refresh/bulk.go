@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// This file holds the bulk actions of DESIGN.md section 6: trigger,
+// This file holds the bulk actions of docs/policy.md: trigger,
 // enable, pause, resume or cancel every model a selector matches. The
 // selector is checked whole and resolved once, at the start, into the ids
 // it matches then; the action is then applied in batches of BulkBatchSize

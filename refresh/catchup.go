@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// This file holds the catch-up window of DESIGN.md section 6. With
+// This file holds the catch-up window of docs/policy.md. With
 // max_lateness, a start planned at a scheduled occurrence (an aligned
 // retry, a start after resume or after a slot wait included) that is found
 // more than max_lateness after its occurrence is skipped: refresh_at =

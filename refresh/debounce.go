@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// This file holds the debounced triggers of DESIGN.md section 6. With
+// This file holds the debounced triggers of docs/policy.md. With
 // trigger_debounce {quiet, max_wait}, every trigger (API, upstream, bulk)
 // publishes trigger but does not take effect at once: the first one with
 // no window open sets debounce_since (t0) = now, and each one sets

@@ -158,7 +158,7 @@ func TestApplyDebounce(t *testing.T) {
 	}
 }
 
-// TestDebounceInteractions checks what DESIGN.md settles between a window
+// TestDebounceInteractions checks what docs/policy.md settles between a window
 // and the rest: the running attempt's outcome, cancel, pause, the
 // scheduler's tick, and an API trigger joining upstream ones.
 func TestDebounceInteractions(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// The loops applying the extensions of DESIGN.md section 6 on the memory
+// The loops applying the extensions of docs/policy.md on the memory
 // store.
 
 // TestSchedulerConcurrencyLimit: a queue limit of 2 starts the two

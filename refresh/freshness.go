@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// This file holds the freshness promise of DESIGN.md section 6. A policy
+// This file holds the freshness promise of docs/policy.md. A policy
 // with max_age promises that the data is never older than max_age: the
 // model becomes overdue at exactly (last_success_at ?? created_at) +
 // max_age. The scheduler wakes at that instant (DueAt) and Tick publishes
@@ -26,13 +26,13 @@ const (
 	PhaseWaitingForSlot = "waiting_for_slot"
 	PhaseScheduled      = "scheduled"
 	// PhaseIdle: nothing is planned (an on-demand model, a finished
-	// schedule). DESIGN.md's list ends with scheduled; a model with no
+	// schedule). The list of docs/policy.md ends with scheduled; a model with no
 	// plan is not scheduled, so it gets a name of its own, last.
 	PhaseIdle = "idle"
 )
 
-// Phase returns the model's state by the precedence of DESIGN.md section
-// 6: disabled > paused > running > snoozed > retrying > waiting_for_slot >
+// Phase returns the model's state by the precedence of docs/policy.md:
+// disabled > paused > running > snoozed > retrying > waiting_for_slot >
 // scheduled, then idle. Snoozed means that the round has snoozed
 // (snoozed_since is set, until a success, a wait_next, a trigger, an
 // enable or a cancel), even if an attempt failed since; retrying means a

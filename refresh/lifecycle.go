@@ -4,7 +4,7 @@ package refresh
 // name their events. Most events keep their type (create, status,
 // trigger, pause, resume, cancel, stale, debounce, wait, freshness_lost,
 // freshness_restored); the others are named for what happened to the
-// model (DESIGN.md sections 4 and 6: an event skip is published as
+// model (docs/transitions.md: an event skip is published as
 // skipped).
 const (
 	LifecycleStarted        = "started"
@@ -20,7 +20,7 @@ const (
 )
 
 // LifecycleNames are every name Lifecycle returns, in the order of
-// DESIGN.md's sections.
+// the docs.
 var LifecycleNames = []string{
 	EventCreate, LifecycleStarted, LifecycleSucceeded, LifecycleRecovered, LifecycleFailed,
 	LifecycleRetryScheduled, LifecycleDisabled, LifecycleEnabled, EventStale, EventStatus, EventTrigger,

@@ -24,7 +24,7 @@ type Metrics struct {
 	// DeadLettered counts outcomes the store refused, set aside.
 	DeadLettered atomic.Int64
 
-	// Counters of the extensions (DESIGN.md section 6).
+	// Counters of the extensions (docs/policy.md).
 
 	// Unchanged counts the successes that said the data did not change
 	// (they are counted in Succeeded too).

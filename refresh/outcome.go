@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// This file holds DESIGN.md section 3's outcomes: how a worker's outcome is
+// This file holds docs/transitions.md's outcomes: how a worker's outcome is
 // fenced by the attempt uid, and the Success, Failure, Status and Stale
 // transitions; with section 6, the unchanged success and the check of the
 // fields an outcome's new types bring (the snooze itself is in snooze.go).
@@ -124,7 +124,7 @@ func Status(m Model, message string) (Model, Decision) {
 }
 
 // Failed ends the running attempt with failure f at now (status_message
-// cleared) and decides, by the first rule of DESIGN.md section 3 that
+// cleared) and decides, by the first rule of docs/transitions.md that
 // applies, whether to disable, wait for the next round, or retry (aligned
 // with the schedule or not). A disable's reason is f.UserMessage if set,
 // else the policy's DisabledReason; either is cut to the policy's bound

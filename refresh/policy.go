@@ -17,7 +17,7 @@ import (
 	"github.com/freshen-dev/freshen/rrule"
 )
 
-// Policy is a model's refresh policy (DESIGN.md section 2). Build one with
+// Policy is a model's refresh policy (docs/policy.md). Build one with
 // ParsePolicy, which applies defaults and validates it, and check it with
 // CheckAt at the time of the write. The JSON form of a parsed policy states
 // every default, so it parses back to the same policy.
@@ -37,7 +37,7 @@ type Policy struct {
 	// placeholders {attempts}, {error} and {since}.
 	DisabledMessage string `json:"disabled_message"`
 
-	// The extensions of DESIGN.md section 6. Each is optional: its zero
+	// The extensions of docs/policy.md. Each is optional: its zero
 	// value is today's behaviour and is left out of the JSON form.
 
 	// MaxAge is the freshness promise: the model is overdue max_age after
@@ -275,7 +275,7 @@ func checkSpread(s *rrule.Schedule, now time.Time, spread Duration) string {
 }
 
 // minIntervalOccurrences is how many occurrences after a write the minimum
-// schedule interval looks at (DESIGN.md section 2, cost bounds).
+// schedule interval looks at (docs/policy.md, cost bounds).
 const minIntervalOccurrences = 1000
 
 // checkMinInterval returns the broken rule, e.g. "occurrences must be at

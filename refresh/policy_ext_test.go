@@ -10,7 +10,7 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// TestParsePolicyExtensions checks the fields of DESIGN.md section 6: each
+// TestParsePolicyExtensions checks the fields of docs/policy.md: each
 // is optional, and each broken rule is named by its field.
 func TestParsePolicyExtensions(t *testing.T) {
 	t.Parallel()

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// Propagate brings the upstream triggers of committed events (DESIGN.md
+// Propagate brings the upstream triggers of committed events (docs/policy.md
 // section 6): after each success that changed the data (event success,
 // not unchanged), every dependent of its model whose condition holds gets
 // UpstreamTrigger, all in one store transaction that waits for dependents

@@ -73,7 +73,7 @@ const (
 	OutcomeFailure = "failure"
 	OutcomeStatus  = "status"
 	// OutcomeSnooze says "the input is not ready": the attempt ends and
-	// the model tries again later (DESIGN.md section 6). It carries Until
+	// the model tries again later (docs/policy.md). It carries Until
 	// or For.
 	OutcomeSnooze = "snooze"
 )
@@ -132,7 +132,7 @@ type Event struct {
 	DeadlineAt        time.Time `json:"deadline_at,omitzero"`
 	Disabled          bool      `json:"disabled"`
 
-	// The fields of the extensions (DESIGN.md section 6), absent when
+	// The fields of the extensions (docs/policy.md), absent when
 	// unused.
 
 	// Cause is what asked for a trigger or debounce: upstream, bulk, or

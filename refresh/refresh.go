@@ -1,5 +1,5 @@
 // Package refresh is Freshen's domain: refresh policies, the state of a
-// model, the pure transitions of DESIGN.md sections 3 and 6, and the loops
+// model, the pure transitions of docs/transitions.md and docs/policy.md, and the loops
 // that apply them (the scheduler tick and the outcome consumer).
 //
 // It imports no infrastructure. The loops talk to the small Store, Queue and
@@ -10,14 +10,14 @@
 //
 // Every transition is a pure function of (state, policy, event, now) that
 // returns the model after it and a Decision: which event, which rule, why.
-// transition.go lists the files, each one part of DESIGN.md. A Decision
+// transition.go lists the files, each one part of docs/transitions.md. A Decision
 // with Event "" changed nothing; one with Unchanged set is a no-op action
 // (nothing written, nothing published). Otherwise the caller records it
 // with changes.add, which writes the model, the history row (historyRow)
 // and the events (NewEvents: the decision's own and, for a success that
 // ends a freshness episode, the freshness_restored of Decision.Also).
 //
-// # Extensions (DESIGN.md section 6)
+// # Extensions (docs/policy.md)
 //
 // Each extension is optional: a policy or model that does not use it has
 // its zero values, omitted from JSON, and behaves as in section 3. Only
@@ -59,7 +59,7 @@
 //     off_schedule marks a trigger, retry delay or snooze time that falls
 //     on an occurrence, which is never skipped.
 //
-// The scheduler applies all that is due with Tick, in DESIGN.md's order,
+// The scheduler applies all that is due with Tick, in the order of docs/transitions.md,
 // and wakes at Model.DueAt.
 //
 // # What the callers do with them
@@ -148,7 +148,7 @@ type Model struct {
 	ID    string `json:"id"`
 	Queue string `json:"queue"`
 	// Upstreams are the ids of the models whose changes trigger this one
-	// (DESIGN.md section 6); a missing one is allowed. See upstream.go.
+	// (docs/policy.md); a missing one is allowed. See upstream.go.
 	Upstreams []string `json:"upstreams,omitempty"`
 	// UpstreamsMode is UpstreamsAll (also "") or UpstreamsAny.
 	UpstreamsMode string `json:"upstreams_mode,omitempty"`
@@ -178,7 +178,7 @@ type State struct {
 	Paused              bool       `json:"paused"`
 	StatusMessage       string     `json:"status_message,omitempty"`
 
-	// The state of the extensions (DESIGN.md section 6). Each stays zero
+	// The state of the extensions (docs/policy.md). Each stays zero
 	// for a model that does not use its extension.
 
 	// LastChangedAt is the end of the last success that changed the data:

@@ -7,7 +7,7 @@ import (
 	"github.com/freshen-dev/freshen/rrule"
 )
 
-// This file holds next(t) and first(t) of DESIGN.md section 2 as the
+// This file holds next(t) and first(t) of docs/policy.md as the
 // transitions see them: with a spread (section 6), every occurrence t of
 // the schedule becomes t + offset, and next, first (retry alignment
 // included) and the catch-up window all use the shifted times.
@@ -40,7 +40,7 @@ func (m Model) SpreadOffset() time.Duration {
 	return time.Duration(h.Sum64()%secs) * time.Second
 }
 
-// Next returns next(t) of DESIGN.md: the first scheduled occurrence
+// Next returns next(t) of docs/transitions.md: the first scheduled occurrence
 // (shifted by the spread) strictly after t, and false if there is none.
 func (m Model) Next(t time.Time) (time.Time, bool) {
 	if s := m.schedule(); s != nil {

@@ -49,7 +49,7 @@ type PutRequest struct {
 	Queue   string          `json:"queue"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	Policy  json.RawMessage `json:"policy"`
-	// Upstreams and UpstreamsMode are the model's upstreams (DESIGN.md
+	// Upstreams and UpstreamsMode are the model's upstreams (docs/policy.md
 	// section 6); left out: none.
 	Upstreams     []string `json:"upstreams,omitempty"`
 	UpstreamsMode string   `json:"upstreams_mode,omitempty"`

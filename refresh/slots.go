@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// This file holds the concurrency limits of DESIGN.md section 6, as far as
+// This file holds the concurrency limits of docs/policy.md, as far as
 // one model sees them. Limits (max_running per queue and per id prefix)
 // live in the store; the scheduler counts the current attempts (models
 // with attempt_uid set) that each limit matching a due model covers, and
@@ -42,7 +42,7 @@ const (
 // MaxLimitKeyBytes bounds the key of a limit.
 const MaxLimitKeyBytes = 200
 
-// Limit is a concurrency limit (DESIGN.md section 6): at most MaxRunning
+// Limit is a concurrency limit (docs/policy.md): at most MaxRunning
 // current attempts among the models it covers. A MaxRunning of 0 starts
 // none of them.
 type Limit struct {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// This file holds the snooze outcome of DESIGN.md section 6: a worker
+// This file holds the snooze outcome of docs/policy.md: a worker
 // answers {"outcome": "snooze", "until": ...} or {"outcome": "snooze",
 // "for": ...} when the input is not ready. The attempt ends without a
 // failure and the model tries again at the earliest of until, the next

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// This file holds DESIGN.md section 3's Create, Start and Timeout: how a
+// This file holds docs/transitions.md's Create, Start and Timeout: how a
 // model gets its first plan, how a due model starts an attempt, and how an
 // attempt that reached its deadline ends.
 

@@ -3,7 +3,7 @@ package refresh
 import "time"
 
 // This file holds what the scheduler applies to a due model: Tick, one
-// step at a time in DESIGN.md's order, and DueAt, the instant the
+// step at a time in the order of docs/transitions.md, and DueAt, the instant the
 // scheduler must look at a model.
 
 // TickInput is what the scheduler knows from outside the model when it
@@ -24,7 +24,7 @@ type TickInput struct {
 // wait or a start).
 const MaxTickSteps = 8
 
-// Tick applies to m the first thing due at now, in DESIGN.md's order, and
+// Tick applies to m the first thing due at now, in the order of docs/transitions.md, and
 // returns the model after it and its decision; Decision.Event "" means
 // nothing is due. The scheduler calls it again with the model it returned
 // until nothing is due (TickAll), writing each step's change and event;

@@ -2,10 +2,10 @@ package refresh
 
 import "time"
 
-// The transitions of DESIGN.md sections 3 and 6 are pure functions of
+// The transitions of docs/transitions.md and docs/policy.md are pure functions of
 // (state, policy, event, now) that return the new model and a Decision.
 // They are split by event family, each file reading as one part of
-// DESIGN.md:
+// docs/transitions.md:
 //
 //   - start.go: Create, Start, Timeout (section 3);
 //   - outcome.go: the outcomes, Success (unchanged ones included), Failure,
@@ -37,7 +37,7 @@ const (
 	EventCancel  = "cancel"
 	EventDelete  = "delete"
 
-	// Events of the extensions (DESIGN.md section 6).
+	// Events of the extensions (docs/policy.md).
 
 	// EventSnooze: an attempt ended with a snooze outcome (snooze.go).
 	EventSnooze = "snooze"
@@ -68,7 +68,7 @@ const (
 	CauseBulk = "bulk"
 )
 
-// Plans a failure ends in (DESIGN.md section 3, Failure).
+// Plans a failure ends in (docs/transitions.md, Failure).
 const (
 	DecisionRetry        = "retry"
 	DecisionRetryAligned = "retry_aligned"
@@ -91,7 +91,7 @@ type Decision struct {
 	// Plan is the failure decision (retry, retry_aligned, wait_next,
 	// disable) for failure and timeout events, else "".
 	Plan string
-	// Rule names the rule of DESIGN.md section 3 that decided, e.g.
+	// Rule names the rule of docs/transitions.md that decided, e.g.
 	// "failure.1 not retryable".
 	Rule string
 	// Why is a sentence with the figures that decided.
@@ -119,7 +119,7 @@ type Decision struct {
 	// published and nothing is written.
 	Unchanged bool
 
-	// The fields of the extensions (DESIGN.md section 6).
+	// The fields of the extensions (docs/policy.md).
 
 	// Cause is what asked for a trigger or debounce event: "",
 	// CauseUpstream or CauseBulk.
@@ -179,7 +179,7 @@ func (m *Model) supersede(d *Decision) {
 	m.idle()
 }
 
-// triggered applies a trigger's effect at now (DESIGN.md section 3): a
+// triggered applies a trigger's effect at now (docs/transitions.md): a
 // running attempt is superseded; the disabled state, counters, streak and
 // snooze are cleared; refresh_at = now; an open debounce window closes
 // (this is its effect, or a trigger without debounce came after it).

@@ -12,7 +12,7 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// The transition tests use the schedule of DESIGN.md: 06:00 and 16:00
+// The transition tests use the schedule of docs/transitions.md: 06:00 and 16:00
 // Europe/Paris, that is 05:00 and 15:00 UTC in winter. On 2026-03-02 the
 // occurrences around the tests are:
 //
@@ -37,7 +37,7 @@ var (
 
 var null time.Time // a null time field
 
-// mustPolicy parses a policy as DESIGN.md writes it, with the default
+// mustPolicy parses a policy as docs/policy.md writes it, with the default
 // limits.
 func mustPolicy(t testing.TB, js string) refresh.Policy {
 	t.Helper()
@@ -499,7 +499,7 @@ func TestSuccess(t *testing.T) {
 			want.ConsecutiveFailures = 0
 			want.FailingSince = null
 			want.LastSuccessAt = tt.now
-			want.LastChangedAt = tt.now // every success but an unchanged one (DESIGN.md section 6)
+			want.LastChangedAt = tt.now // every success but an unchanged one (docs/policy.md)
 			want.RefreshAt = tt.want
 			want.StatusMessage = "" // the progress text ends with its attempt
 			// last_error stays for display.
@@ -1414,7 +1414,7 @@ var (
 	benchDecision refresh.Decision
 )
 
-// TestApplyOutcomeArrival checks DESIGN.md section 3 (Timeout): an outcome
+// TestApplyOutcomeArrival checks docs/transitions.md (Timeout): an outcome
 // counts at its arrival, when a consumer took it off the list, even when it
 // is written after the deadline; the attempt ends at the arrival; plans
 // count from the time of the write.

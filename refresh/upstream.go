@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// This file holds the upstreams of DESIGN.md section 6. A model may name
+// This file holds the upstreams of docs/policy.md. A model may name
 // upstreams (model fields upstreams and upstreams_mode, next to queue).
 // Every success but an unchanged one sets last_changed_at. After an
 // upstream's success, a dependent whose condition holds (UpstreamsReady)

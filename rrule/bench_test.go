@@ -232,7 +232,7 @@ func BenchmarkNextWorst(b *testing.B) {
 }
 
 // BenchmarkMinGap measures MinGap over the next 1,000 occurrences (the
-// minimum schedule interval of DESIGN.md) of a common schedule and of the
+// minimum schedule interval of docs/transitions.md) of a common schedule and of the
 // costliest accepted ones.
 func BenchmarkMinGap(b *testing.B) {
 	cases := append([]struct{ name, text string }{

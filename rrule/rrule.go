@@ -658,7 +658,7 @@ func (s *Schedule) nextSteps(t int64) (int64, bool, int) {
 
 // MinGap returns the smallest distance between consecutive occurrences
 // among the first n occurrences after the time after, and false if fewer
-// than two occur. DESIGN.md's minimum schedule interval is MinGap(now,
+// than two occur. The minimum schedule interval (docs/policy.md) is MinGap(now,
 // 1000). It finds the occurrences as Next does, but searches again only
 // the rule whose occurrence it has just used, so it takes about n searches
 // of one rule rather than n of the whole schedule: at most n times

@@ -58,7 +58,7 @@ func TestParse(t *testing.T) {
 			want: []string{"2026-03-09T13:00:00Z", "2026-03-16T13:00:00Z"},
 		},
 		{
-			name: "DESIGN.md example",
+			name: "documented example",
 			text: "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16", after: "2026-03-02T05:30:00Z",
 			want: []string{"2026-03-02T15:00:00Z", "2026-03-03T05:00:00Z", "2026-03-03T15:00:00Z"},
 		},

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// entryJSON is the JSON shape of DESIGN.md section 5; field order matters.
+// entryJSON is the JSON shape of docs/simulate.md; field order matters.
 type entryJSON struct {
 	At         string  `json:"at"`
 	Event      string  `json:"event"`

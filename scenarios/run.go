@@ -22,7 +22,7 @@ type Entry struct {
 	DeadlineAt time.Time
 	Disabled   bool
 
-	// The fields of the events of the extensions (DESIGN.md section 6),
+	// The fields of the events of the extensions (docs/policy.md),
 	// zero when unused: as refresh.Event has them.
 	Cause          string
 	Upstream       string

@@ -1,6 +1,6 @@
 // Package scenarios runs one model through the real scheduler and outcome
-// loops on a virtual clock, as `freshen simulate` does (DESIGN.md section
-// 5), and holds the scenario files whose timelines are checked in.
+// loops on a virtual clock, as `freshen simulate` does (docs/simulate.md
+// ), and holds the scenario files whose timelines are checked in.
 package scenarios
 
 import (

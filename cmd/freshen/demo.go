@@ -100,7 +100,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	return cfg, nil
 }
 
-// demoModels are the demo's models, after DESIGN.md's seeds.
+// demoModels are the demo's models, after the examples of docs/transitions.md.
 var demoModels = []refresh.PutRequest{
 	{ID: "bigtable-1", Queue: "tables", Payload: []byte(`{"input_url": "https://data.example.com/big.csv"}`), Policy: []byte(`{
 		"schedule": "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16",

@@ -177,4 +177,3 @@ func seedLimits(ctx context.Context, store refresh.Store, limits []refresh.Limit
 	}
 	return nil
 }
-

@@ -333,7 +333,7 @@ func (c *clientCmd) modelsWrite(ctx context.Context, verb string, args []string)
 
 func (c *clientCmd) modelsAct(ctx context.Context, action string, args []string) int {
 	fs := c.flags("ID... | --prefix P [--queue Q] [--state S] [--overdue] [--all] [--dry-run]",
-		"Applies "+action+" to each model (DESIGN.md section 3); an action that changes nothing says so.\n"+
+		"Applies "+action+" to each model (docs/transitions.md); an action that changes nothing says so.\n"+
 			"With selector flags instead of ids, applies it to every model they match (a bulk action);\n"+
 			"--dry-run only counts them, and matching every model needs --all.")
 	reason := fs.String("reason", "", "why, recorded in the audit (at most 500 bytes)")

@@ -52,7 +52,7 @@ import (
 )
 
 // Policy is the policy of every model of the harness: the scheduled table
-// of DESIGN.md, so that a success computes the next occurrence (the next
+// of docs/transitions.md, so that a success computes the next occurrence (the next
 // 06:00 or 16:00), and a model does not become due again during a run.
 const Policy = `{"schedule": "FREQ=DAILY;BYHOUR=6,16", "timeout": "1h", "retry": {"delays": ["1m", "5m"]}}`
 

@@ -84,7 +84,7 @@
 //	 "disabled", "disabled_at", "disabled_reason", "paused", "status_message"}
 //
 // with null for unset times and texts, and "policy" stating every default
-// (DESIGN.md sections 1 and 2). The routes that return one model add
+// (docs/policy.md and docs/api.md). The routes that return one model add
 // "next_runs": up to 5 planned starts (none when disabled or when nothing is
 // planned; a paused model lists the runs it would make once resumed).
 //
@@ -99,7 +99,7 @@
 // member optional and null meaning left out, and "id", which must be the
 // path's if given. PUT replaces the whole definition of the model (queue,
 // payload, policy): a member left out takes its default — queue "default",
-// no payload, the default policy (on demand, DESIGN.md section 2) — whatever
+// no payload, the default policy (on demand, docs/policy.md) — whatever
 // the model had, so a PUT with only a payload turns a scheduled model into
 // an on-demand one in queue "default". To change part of a model, use
 // PATCH. A replaced model keeps its run state; when idle, enabled and not
@@ -150,7 +150,7 @@
 // # Actions
 //
 // POST /models/{id}/trigger, enable, pause, resume, cancel apply the
-// transitions of DESIGN.md section 3 and answer
+// transitions of docs/transitions.md and answer
 //
 //	{"model": {...}, "decision": {"event", "rule", "why"}, "changed": true}
 //

@@ -9,7 +9,7 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// The concurrency limits of DESIGN.md section 6: at most max_running
+// The concurrency limits of docs/policy.md: at most max_running
 // current attempts per queue (kind queue) or per id prefix (kind prefix).
 // They are stored in the database and shared by every instance; a token
 // limited to an id prefix cannot see or change them.

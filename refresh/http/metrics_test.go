@@ -29,7 +29,7 @@ import (
 )
 
 // notStoredYet are the metrics that serve cannot move yet: they count
-// extensions (DESIGN.md section 6) whose state (debounce_at,
+// extensions (docs/policy.md) whose state (debounce_at,
 // overdue_since, waiting_for_slot, concurrency limits) the schema does not
 // keep, or whose outcome (snooze, unchanged) the queue does not decode yet; and the
 // outcomes the store refuses, whose bytes (NUL) the queue now refuses

@@ -77,7 +77,7 @@ type Model struct {
 	Paused              bool            `json:"paused"`
 	StatusMessage       nullString      `json:"status_message"`
 
-	// The fields of the extensions (DESIGN.md section 6).
+	// The fields of the extensions (docs/policy.md).
 
 	// Upstreams are the models whose changes trigger this one ([] for
 	// none); UpstreamsMode is all or any.

@@ -10,7 +10,7 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// The tests of the state and queries of DESIGN.md section 6.
+// The tests of the state and queries of docs/policy.md.
 
 // extended returns a model with every field of the extensions set.
 func extended(id string) refresh.Model {

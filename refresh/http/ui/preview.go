@@ -48,7 +48,7 @@ type previewPage struct {
 	Result *projection
 }
 
-// The preview starts from DESIGN.md's scenario of a retry that would run
+// The preview starts from the documented scenario of a retry that would run
 // into the next run: a run every two hours, three failures, and the last
 // retry aligned with the next run.
 const (
@@ -253,7 +253,7 @@ func parsePreview(form previewForm, lim refresh.Limits) (scenarios.Spec, []int, 
 }
 
 // specJSON and the types below are the JSON of a simulation spec
-// (DESIGN.md section 5), as ParseSpec reads it.
+// (docs/simulate.md), as ParseSpec reads it.
 type specJSON struct {
 	Start    string          `json:"start"`
 	Until    string          `json:"until"`
