@@ -62,79 +62,33 @@
 // The scheduler applies all that is due with Tick, in the order of docs/transitions.md,
 // and wakes at Model.DueAt.
 //
-// # What the callers do with them
+// # Where they are applied
 //
-// Stores. Persist every new field of Model and State (upstreams,
-// upstreams_mode, last_changed_at, debounce_at, debounce_since,
-// debounce_cause, overdue_since, snoozed_since, waiting_for_slot,
-// off_schedule) and index Model.DueAt() instead of refresh_at, recomputed
-// at every write of a model: ClaimDue claims models whose due_at <= now,
-// ordered by due_at then id (so waiting models go by refresh_at, then id);
-// NextDue returns the earliest due_at. DueAt already leaves out the
-// refresh_at of a paused idle model. The list filters gain the state
-// (State.Phase, or its SQL translation) and overdue (overdue_since set).
-// A write of upstreams calls CheckUpstreamCycle in its transaction with
-// the upstreams of the models reachable from the new ones. Stores also
-// answer "the dependents of model id" (models whose upstreams contain id)
-// and the counts of current attempts (attempt_uid set) per queue and per
-// id prefix that the concurrency limits need, and keep the limits
-// (max_running per queue and per id prefix).
+// Stores keep every field of Model and State and index Model.DueAt: the
+// scheduler's ClaimDue claims by due_at, then id, and passes the
+// concurrency limits covering the claimed models with their current
+// attempts, counted under transaction-scoped advisory locks so that
+// instances agree (Slots). A write of upstreams is refused in its
+// transaction if it would make a cycle (CheckUpstreamCycle).
 //
-// Scheduler. For each claimed model, replace the choice between Timeout
-// and Start by TickAll(m, TickInput{UID: a fresh uid, FullLimit: ...},
-// now), and record each step with changes.add(previous model, step.Model,
-// step.Decision, now); push JobFor(step.Model) for a start step. FullLimit
-// names the first matching limit whose current attempts (models other
-// than this one with attempt_uid set, plus the starts of this pass) reach
-// max_running; a start counts in the pass's tally. The model's own attempt,
-// superseded by a debounce in the same TickAll, no longer counts: its
-// slot passes to the new start. A model that waits stays due and a pass
-// that claims only waiting models writes nothing: the loop must not spin
-// on them (wake on a Wake call after an attempt ends, or sleep MaxSleep
-// when a pass started nothing and claimed only waiting models). Call
-// Wake when DueAt moves earlier (a create, a trigger, a resume, an edit,
-// a debounce window).
+// Scheduler applies TickAll to each claimed model (see scheduler.go),
+// starting in due order while slots last; a model that must wait stays
+// due, marked waiting_for_slot, and is looked at again every SlotPoll.
 //
-// Consumer. ApplyOutcome as today; changes.add publishes the
-// freshness_restored of Decision.Also. A success that changed the data
-// (event success, Unchanged false) brings the upstream triggers: load the
-// dependents of the model, the Upstream view (UpstreamOf, with the new
-// last_changed_at) of each of their upstreams that exists, and call
-// UpstreamTrigger(dependent, ups, model id, now) for each, recording the
-// decisions like any other. Do it so that a crash loses none: in the
-// transaction of the success, or from its committed event (the outbox)
-// in a later one; a dependent busy in another transaction is retried.
+// Consumer applies outcomes with ApplyOutcome, snooze and unchanged
+// included (the queue decoder reads them and dead-letters a malformed one
+// with CheckOutcome's field-named reason).
 //
-// Queue. The outcome decoder reads until (RFC 3339), for (a Duration) and
-// unchanged (a boolean), accepts the type snooze, and calls
-// CheckOutcome(o, o.ArrivedAt) to dead-letter a malformed one with its
-// field-named reason. Lifecycle names of the new events: skip is
-// published as skipped, snooze as snoozed; the others (trigger, debounce,
-// wait, freshness_lost, freshness_restored) under their own names.
+// Publisher calls Service.Propagate (propagate.go) on the events it is
+// about to publish, in their transaction: the successes that changed data
+// trigger their dependents (UpstreamTrigger); a crash before the commit
+// publishes and propagates them again, and UpstreamCovered keeps a second
+// pass from triggering twice. It revokes the attempts EventRevocation
+// names (trigger, debounce, cancel, delete).
 //
-// Publisher. Revoke the attempts EventRevocation returns (it adds the
-// debounce that supersedes an attempt to trigger, cancel and delete).
-// Webhooks key freshness events by Event.FreshnessKey.
-//
-// API. A write of the definition checks upstreams and upstreams_mode with
-// CheckUpstreams (the token's id prefix bounds the upstreams a write may
-// name), calls CheckAt when schedule, timezone or spread changes, applies
-// Edit (instead of re-planning itself), then Trigger if trigger is true.
-// Actions: Trigger, Enable, Pause, Resume, Cancel; a bulk action calls
-// TriggerFrom(m, CauseBulk, now) for a trigger, and the same functions as
-// single actions for the others. The view shows the new state fields,
-// State.Phase, Model.OverdueAt, Model.SpreadOffset and, for a model with
-// upstreams, UpstreamWaiting (with UpstreamOf of each upstream, missing
-// ones left out of the map).
-//
-// Simulator. The spec's outcomes gain snooze (until or for) and success
-// with unchanged; models gain upstreams. At one instant: actions,
-// outcomes, the upstream triggers of the successes just applied, then
-// TickAll for each due model, repeated until nothing more is due; each
-// decision is a timeline entry with the fields of its event.
-//
-// Metrics. Metrics.count counts the new events; the gauges Overdue and
-// WaitingForSlot are set from counts of the store by whoever exports them.
+// Service writes upstreams and applies Edit; the HTTP API shows the new
+// state fields, the upstreams' status and UpstreamWaiting's sentence;
+// bulk actions use the single actions' transitions (bulk.go).
 package refresh
 
 import (

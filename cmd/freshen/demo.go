@@ -163,7 +163,9 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		return err
 	}
 	q := &teeQueue{Redis: redisQueue, sink: view.add}
-	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{Store: store, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics})
+	var svc *refresh.Service
+	publisher, err := refresh.NewPublisher(refresh.PublisherConfig{Store: store, Queue: q, Clock: clock, Logger: quiet, Metrics: metrics,
+		PropagateFunc: func(ctx context.Context, events []refresh.Event) (int, error) { return svc.Propagate(ctx, events) }})
 	if err != nil {
 		return err
 	}
@@ -183,7 +185,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	svc := &refresh.Service{Store: store, Clock: clock, Logger: quiet, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
+	svc = &refresh.Service{Store: store, Clock: clock, Logger: quiet, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
