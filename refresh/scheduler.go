@@ -283,6 +283,9 @@ func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, re
 	var running []int
 	if len(slots.Limits) > 0 {
 		running = slices.Clone(slots.Running)
+		// Sorted in a copy: the store keeps the order of the slice it
+		// passed (it finds each row by its position).
+		due = slices.Clone(due)
 		slices.SortStableFunc(due, func(a, b Model) int {
 			if c := a.RefreshAt.Compare(b.RefreshAt); c != 0 {
 				return c

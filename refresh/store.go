@@ -48,7 +48,8 @@ type Store interface {
 	// slots holds the concurrency limits that match at least one claimed
 	// model and their current attempts, counted in the same transaction
 	// after the limits are locked (so that instances agree on the free
-	// slots); it is empty when no limit exists.
+	// slots); it is empty when no limit exists. fn must not reorder or
+	// change due (a store may find each row by its position).
 	ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []Model, slots Slots) (Batch, error)) (int, error)
 
 	// NextDue returns the earliest DueAt of a model that can become due and

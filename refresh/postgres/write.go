@@ -377,8 +377,14 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 			}
 		}
 		if updates != nil {
-			if _, err := res.Exec(); err != nil {
+			tag, err := res.Exec()
+			if err != nil {
 				return fmt.Errorf("update %d models: %w", len(updates.id), err)
+			}
+			if n := tag.RowsAffected(); n != int64(len(updates.id)) {
+				// A row not found where it was locked: the caller changed
+				// the order of the models it was given.
+				return fmt.Errorf("update %d models: %d rows matched", len(updates.id), n)
 			}
 		}
 		if len(starts.uid) > 0 {
