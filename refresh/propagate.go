@@ -6,8 +6,8 @@ import (
 	"slices"
 )
 
-// Propagate brings the upstream triggers of committed events (docs/policy.md
-// section 6): after each success that changed the data (event success,
+// Propagate brings the upstream triggers of committed events (docs/policy.md):
+// after each success that changed the data (event success,
 // not unchanged), every dependent of its model whose condition holds gets
 // UpstreamTrigger, all in one store transaction that waits for dependents
 // another transaction holds. It returns how many triggers it wrote.

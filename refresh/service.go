@@ -49,8 +49,8 @@ type PutRequest struct {
 	Queue   string          `json:"queue"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	Policy  json.RawMessage `json:"policy"`
-	// Upstreams and UpstreamsMode are the model's upstreams (docs/policy.md
-	// section 6); left out: none.
+	// Upstreams and UpstreamsMode are the model's upstreams (docs/policy.md);
+	// left out: none.
 	Upstreams     []string `json:"upstreams,omitempty"`
 	UpstreamsMode string   `json:"upstreams_mode,omitempty"`
 	// Trigger asks for a refresh now (on create and on replace alike).
