@@ -87,7 +87,7 @@ func TestMigrateTwice(t *testing.T) {
 	current, _, err = migrations.Version(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, latest, current)
-	require.Equal(t, []string{"attempt_history", "attempts", "audit", "models", "outbox", "schema_version", "webhook_deliveries"}, tables(t, conn))
+	require.Equal(t, []string{"attempt_history", "attempts", "audit", "limits", "models", "outbox", "schema_version", "webhook_deliveries"}, tables(t, conn))
 
 	// The search_path survives tern's RESET ALL: the tables are in the
 	// test's schema, and the session still sees them.
@@ -128,23 +128,53 @@ func TestPartialIndexServesDueQuery(t *testing.T) {
 	conn := connect(t, schemaConfig(t))
 	require.NoError(t, migrations.Migrate(ctx, conn))
 
-	// Many idle models with nothing planned, a few due: the planner must
-	// read the partial index, whatever the table's size.
+	// Many idle models with nothing planned, a few due, a few waiting, a
+	// few with upstreams: the planner must read the partial indexes,
+	// whatever the table's size.
 	_, err := conn.Exec(ctx, `
-		INSERT INTO models (id, created_at, refresh_at)
-		SELECT 'm' || i, now(), CASE WHEN i % 100 = 0 THEN now() - interval '1 minute' END
+		INSERT INTO models (id, created_at, refresh_at, waiting_for_slot, upstreams)
+		SELECT 'm' || i, now(), CASE WHEN i % 100 = 0 THEN now() - interval '1 minute' END, i % 1000 = 0,
+			CASE WHEN i % 500 = 0 THEN ARRAY['m' || (i - 1)] END
 		FROM generate_series(1, 5000) AS i;
 		ANALYZE models`)
 	require.NoError(t, err)
 
-	rows, err := conn.Query(ctx, `EXPLAIN (FORMAT TEXT)
-		SELECT id FROM models
-		WHERE refresh_at <= now() AND (NOT paused OR attempt_uid IS NOT NULL)
-		ORDER BY refresh_at, id LIMIT 10 FOR UPDATE SKIP LOCKED`)
+	for _, q := range []struct{ query, index string }{
+		{`SELECT id FROM models WHERE due_at <= now() AND NOT waiting_for_slot
+			ORDER BY due_at, id LIMIT 10 FOR UPDATE SKIP LOCKED`, "models_due_at"},
+		{`SELECT id FROM models WHERE waiting_for_slot AND due_at <= now()
+			ORDER BY due_at, id LIMIT 10 FOR UPDATE SKIP LOCKED`, "models_waiting"},
+		{`SELECT id FROM models WHERE upstreams && ARRAY['m1']`, "models_upstreams"},
+	} {
+		rows, err := conn.Query(ctx, `EXPLAIN (FORMAT TEXT) `+q.query)
+		require.NoError(t, err)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.Regexp(t, "(using|on) "+q.index+" ", strings.Join(lines, "\n"))
+	}
+}
+
+// due_at is Model.DueAt: refresh_at unless paused and idle, an open
+// debounce window, the overdue instant, whichever comes first.
+func TestDueAt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	_, err := conn.Exec(ctx, `
+		INSERT INTO models (id, created_at, refresh_at, paused, attempt_uid, debounce_at, overdue_at) VALUES
+		('plain', now(), '2026-03-02T06:00:00Z', false, NULL, NULL, NULL),
+		('paused', now(), '2026-03-02T06:00:00Z', true, NULL, NULL, NULL),
+		('paused-running', now(), '2026-03-02T06:00:00Z', true, 'u', NULL, NULL),
+		('window', now(), '2026-03-02T06:00:00Z', true, NULL, '2026-03-02T05:00:00Z', NULL),
+		('overdue', now(), '2026-03-02T06:00:00Z', false, NULL, '2026-03-02T05:00:00Z', '2026-03-02T04:00:00Z'),
+		('none', now(), NULL, false, NULL, NULL, NULL)`)
 	require.NoError(t, err)
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	rows, err := conn.Query(ctx, `SELECT id || ' ' || coalesce(to_char(due_at AT TIME ZONE 'UTC', 'HH24:MI'), 'null') FROM models ORDER BY id`)
 	require.NoError(t, err)
-	require.Contains(t, strings.Join(lines, "\n"), "Index Scan using models_due")
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"none null", "overdue 04:00", "paused null", "paused-running 06:00", "plain 06:00", "window 05:00"}, got)
 }
 
 // Going back below version 4 writes the rows an earlier version expects:

@@ -327,6 +327,33 @@ func decodeOutcomeFields(raw string, lim Limits) (refresh.Outcome, string) {
 				return o, wrongType(m.name, "true or false", m.value)
 			}
 			continue
+		case "unchanged":
+			switch m.value {
+			case "true", "false":
+				o.Unchanged = m.value == "true"
+			case "null":
+			default:
+				return o, wrongType(m.name, "true or false", m.value)
+			}
+			continue
+		case "until":
+			if o.Until, reason = timeField(m); reason != "" {
+				return o, reason
+			}
+			continue
+		case "for":
+			var text string
+			if text, reason = stringField(m); reason != "" {
+				return o, reason
+			}
+			if text != "" {
+				d, err := refresh.ParseDuration(text)
+				if err != nil {
+					return o, m.name + ": " + err.Error()
+				}
+				o.For = d
+			}
+			continue
 		default:
 			continue
 		}
@@ -341,11 +368,11 @@ func decodeOutcomeFields(raw string, lim Limits) (refresh.Outcome, string) {
 		return o, reason
 	}
 	switch o.Type {
-	case refresh.OutcomeSuccess, refresh.OutcomeFailure, refresh.OutcomeStatus:
+	case refresh.OutcomeSuccess, refresh.OutcomeFailure, refresh.OutcomeStatus, refresh.OutcomeSnooze:
 	case "":
 		return o, "outcome: missing"
 	default:
-		return o, fmt.Sprintf("outcome: must be success, failure or status, got %s", shortText(o.Type))
+		return o, fmt.Sprintf("outcome: must be success, failure, status or snooze, got %s", shortText(o.Type))
 	}
 	if len(o.Kind) > lim.MaxKindBytes {
 		return o, fmt.Sprintf("kind: must be at most %d bytes, got %d", lim.MaxKindBytes, len(o.Kind))

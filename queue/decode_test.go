@@ -58,7 +58,19 @@ func TestDecodeOutcome(t *testing.T) {
 		{"duplicate", `{"model_id":"m1","attempt_uid":"u1","outcome":"success","outcome":"failure"}`, refresh.Outcome{}, "outcome: duplicate field"},
 		{"duplicate through an escape", `{"model_id":"m1","attempt_uid":"u1","outcome":"success","model\u005fid":"m2"}`, refresh.Outcome{}, "model_id: duplicate field"},
 		{"duplicate odd name", `{"a b":1,"a b":2}`, refresh.Outcome{}, `"a b": duplicate field`},
-		{"unknown outcome", `{"model_id":"m1","attempt_uid":"u1","outcome":"Success"}`, refresh.Outcome{}, `outcome: must be success, failure or status, got "Success"`},
+		{"unknown outcome", `{"model_id":"m1","attempt_uid":"u1","outcome":"Success"}`, refresh.Outcome{}, `outcome: must be success, failure, status or snooze, got "Success"`},
+		{"snooze until", `{"model_id":"m1","attempt_uid":"u1","outcome":"snooze","until":"2026-03-02T10:00:00+01:00"}`,
+			with(func(o *refresh.Outcome) {
+				o.Type, o.Until = "snooze", time.Date(2026, 3, 2, 10, 0, 0, 0, time.FixedZone("", 3600))
+			}), ""},
+		{"snooze for", `{"model_id":"m1","attempt_uid":"u1","outcome":"snooze","for":"PT5M"}`,
+			with(func(o *refresh.Outcome) { o.Type, o.For = "snooze", refresh.Duration(5*time.Minute) }), ""},
+		{"unchanged success", `{"model_id":"m1","attempt_uid":"u1","outcome":"success","unchanged":true}`,
+			with(func(o *refresh.Outcome) { o.Unchanged = true }), ""},
+		{"until not a time", `{"model_id":"m1","attempt_uid":"u1","outcome":"snooze","until":"tomorrow"}`, refresh.Outcome{}, `until: must be an RFC 3339 time, got "tomorrow"`},
+		{"until a number", `{"model_id":"m1","attempt_uid":"u1","outcome":"snooze","until":5}`, refresh.Outcome{}, `until: must be a string, got 5`},
+		{"for not a duration", `{"model_id":"m1","attempt_uid":"u1","outcome":"snooze","for":"soon"}`, refresh.Outcome{}, `for: must be a duration like "90s" or "PT5M", got "soon"`},
+		{"unchanged not a bool", `{"model_id":"m1","attempt_uid":"u1","outcome":"success","unchanged":"yes"}`, refresh.Outcome{}, `unchanged: must be true or false, got "yes"`},
 		{"long kind", `{"model_id":"m1","attempt_uid":"u1","outcome":"failure","kind":"` + strings.Repeat("k", 65) + `"}`, refresh.Outcome{}, "kind: must be at most 64 bytes, got 65"},
 		{"kind at its limit", `{"model_id":"m1","attempt_uid":"u1","outcome":"failure","kind":"` + strings.Repeat("k", 64) + `"}`,
 			with(func(o *refresh.Outcome) { o.Type, o.Kind = "failure", strings.Repeat("k", 64) }), ""},
@@ -208,5 +220,29 @@ func BenchmarkDecodeManyMembers(b *testing.B) {
 		if _, _, reason := decodeOutcome(raw, DefaultLimits()); reason != "" {
 			b.Fatal(reason)
 		}
+	}
+}
+
+// TestDecodeSnoozeRules checks the rules judged at the arrival, which
+// Receive applies after decoding (refresh.CheckOutcome).
+func TestDecodeSnoozeRules(t *testing.T) {
+	t.Parallel()
+	arrived := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ name, raw, reason string }{
+		{"until later", `{"model_id":"m","attempt_uid":"u","outcome":"snooze","until":"2026-03-02T09:30:00Z"}`, ""},
+		{"until in the past", `{"model_id":"m","attempt_uid":"u","outcome":"snooze","until":"2026-03-02T08:00:00Z"}`,
+			"until: must be after 2026-03-02T09:00:00Z, got 2026-03-02T08:00:00Z"},
+		{"both", `{"model_id":"m","attempt_uid":"u","outcome":"snooze","until":"2026-03-02T09:30:00Z","for":"5m"}`,
+			"until: a snooze sets until or for, not both"},
+		{"neither", `{"model_id":"m","attempt_uid":"u","outcome":"snooze"}`, "until: a snooze needs until or for"},
+		{"negative for", `{"model_id":"m","attempt_uid":"u","outcome":"snooze","for":"-5m"}`, "for: must be > 0, got -5m"},
+		{"for on a failure", `{"model_id":"m","attempt_uid":"u","outcome":"failure","for":"5m"}`, "for: only a snooze outcome takes it"},
+		{"unchanged on a snooze", `{"model_id":"m","attempt_uid":"u","outcome":"snooze","for":"5m","unchanged":true}`, "unchanged: only a success outcome takes it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _, reason := decodeOutcome(tc.raw, DefaultLimits())
+			require.Empty(t, reason)
+			require.Equal(t, tc.reason, refresh.CheckOutcome(o, arrived))
+		})
 	}
 }

@@ -1,6 +1,9 @@
 package queue
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // KindError is the failure kind of a handler error that does not say its
 // own, and KindPanic the kind of a handler that panicked.
@@ -82,3 +85,42 @@ func derive(err error) *JobError {
 	}
 	return e
 }
+
+// Result is what a handler returns, instead of an error, to report an
+// outcome other than a plain success or a failure (DESIGN.md section 6):
+// Snooze, SnoozeUntil and Unchanged build it. The worker finds it in the
+// returned error's chain with errors.As, like a JobError.
+type Result struct {
+	// Snooze, if set, ends the attempt with a snooze: the input is not
+	// ready, and the model tries again after For or at Until (one of the
+	// two), or sooner at its next scheduled occurrence. It is not a
+	// failure; Policy.max_snooze bounds how long a round may snooze.
+	Snooze bool
+	Until  time.Time
+	For    time.Duration
+	// Unchanged, without Snooze, reports a success whose data did not
+	// change: the model's dependents are not triggered.
+	Unchanged bool
+}
+
+func (r *Result) Error() string {
+	switch {
+	case r.Snooze && !r.Until.IsZero():
+		return "snooze until " + r.Until.UTC().Format(time.RFC3339)
+	case r.Snooze:
+		return "snooze for " + r.For.String()
+	}
+	return "success, data unchanged"
+}
+
+// Snooze returns the result "the input is not ready: try again in d" (d >
+// 0; the scheduler dead-letters a snooze that asks for no time).
+func Snooze(d time.Duration) error { return &Result{Snooze: true, For: d} }
+
+// SnoozeUntil returns the result "the input is not ready: try again at
+// t". t must be after the time the outcome reaches the scheduler, on its
+// clock; prefer Snooze when the clocks may disagree.
+func SnoozeUntil(t time.Time) error { return &Result{Snooze: true, Until: t} }
+
+// Unchanged returns the result "succeeded, and the data did not change".
+func Unchanged() error { return &Result{Unchanged: true} }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,6 +37,11 @@ func TestOutcomeOf(t *testing.T) {
 			refresh.Outcome{Type: "failure", Kind: "error", Message: "gone", Retryable: &no, UserMessage: "The URL is gone."}},
 		{"struct", &JobError{Kind: "not_found", Message: "404", Permanent: true},
 			refresh.Outcome{Type: "failure", Kind: "not_found", Message: "404", Retryable: &no}},
+		{"snooze", Snooze(5 * time.Minute),
+			refresh.Outcome{Type: "snooze", For: refresh.Duration(5 * time.Minute)}},
+		{"snooze until", fmt.Errorf("input: %w", SnoozeUntil(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))),
+			refresh.Outcome{Type: "snooze", Until: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)}},
+		{"unchanged", Unchanged(), refresh.Outcome{Type: "success", Unchanged: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.ModelID, tc.want.AttemptUID = "m1", "u1"

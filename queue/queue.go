@@ -331,6 +331,11 @@ func (r *Redis) decode(ctx context.Context, raws []string, arrived time.Time) []
 	for _, raw := range raws {
 		o, truncated, reason := decodeOutcome(raw, r.opt.Limits)
 		if reason == "" {
+			// The fields of a snooze or an unchanged success are judged
+			// at the arrival: a snooze must ask for a later time.
+			reason = refresh.CheckOutcome(o, arrived)
+		}
+		if reason == "" {
 			if truncated {
 				r.stats.truncated.Add(1)
 			}

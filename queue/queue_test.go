@@ -158,7 +158,7 @@ func TestReceiveDeadLetters(t *testing.T) {
 			{`["m1"]`, "must be a JSON object, got an array"},
 			{`{"model_id":"m1","outcome":"success"}`, "attempt_uid: missing"},
 			{`{"attempt_uid":"u1","outcome":"success"}`, "model_id: missing"},
-			{`{"model_id":"m1","attempt_uid":"u1","outcome":"done"}`, `outcome: must be success, failure or status, got "done"`},
+			{`{"model_id":"m1","attempt_uid":"u1","outcome":"done"}`, `outcome: must be success, failure, status or snooze, got "done"`},
 			{`{"model_id":"m1","attempt_uid":"u1"}`, "outcome: missing"},
 			{`{"model_id":"m1","attempt_uid":"u1","outcome":"failure","retryable":"no"}`, `retryable: must be true or false, got "no"`},
 			{`{"model_id":7,"attempt_uid":"u1","outcome":"success"}`, "model_id: must be a string, got 7"},

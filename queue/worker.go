@@ -180,7 +180,7 @@ type Worker struct {
 	done chan done
 
 	stats struct {
-		taken, succeeded, failed, expired, revoked, stopped, dead, givenBack, recovered atomic.Int64
+		taken, succeeded, failed, snoozed, expired, revoked, stopped, dead, givenBack, recovered atomic.Int64
 	}
 }
 
@@ -718,11 +718,14 @@ func (w *Worker) run(ctx context.Context, t *task, job refresh.Job) {
 	t.cancel = nil // no revocation to look for any more
 	w.mu.Unlock()
 	out := outcomeOf(job, err, w.opt.Limits)
-	if err != nil {
+	switch {
+	case out.Type == refresh.OutcomeSnooze:
+		w.stats.snoozed.Add(1)
+	case out.Type == refresh.OutcomeSuccess:
+		w.stats.succeeded.Add(1)
+	default:
 		w.stats.failed.Add(1)
 		w.log.Info("job failed", "model_id", job.ModelID, "attempt_uid", job.AttemptUID, "kind", out.Kind, "err", err)
-	} else {
-		w.stats.succeeded.Add(1)
 	}
 	w.done <- done{t: t, outcome: appendOutcome(nil, &out)}
 	w.release(1)
@@ -839,6 +842,7 @@ type WorkerStats struct {
 	Taken        int64 // jobs taken from the queue
 	Succeeded    int64 // handlers that returned nil
 	Failed       int64 // handlers that returned an error or panicked
+	Snoozed      int64 // handlers that returned a snooze
 	Expired      int64 // jobs dropped unrun: their deadline had passed
 	Revoked      int64 // jobs dropped unrun: their attempt was revoked
 	Stopped      int64 // running handlers cancelled: their attempt was revoked
@@ -853,6 +857,7 @@ func (w *Worker) Stats() WorkerStats {
 		Taken:        w.stats.taken.Load(),
 		Succeeded:    w.stats.succeeded.Load(),
 		Failed:       w.stats.failed.Load(),
+		Snoozed:      w.stats.snoozed.Load(),
 		Expired:      w.stats.expired.Load(),
 		Revoked:      w.stats.revoked.Load(),
 		Stopped:      w.stats.stopped.Load(),
@@ -868,6 +873,16 @@ func (w *Worker) Stats() WorkerStats {
 func outcomeOf(job refresh.Job, err error, lim Limits) refresh.Outcome {
 	o := refresh.Outcome{ModelID: job.ModelID, AttemptUID: job.AttemptUID, Type: refresh.OutcomeSuccess}
 	if err == nil {
+		return o
+	}
+	var r *Result
+	if errors.As(err, &r) {
+		switch {
+		case r.Snooze:
+			o.Type, o.Until, o.For = refresh.OutcomeSnooze, r.Until, refresh.Duration(r.For)
+		case r.Unchanged:
+			o.Unchanged = true
+		}
 		return o
 	}
 	o.Type, o.Kind, o.Message = refresh.OutcomeFailure, KindError, cleanText(err.Error(), lim.MaxMessageBytes)

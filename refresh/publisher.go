@@ -25,6 +25,10 @@ type PublisherConfig struct {
 	BusyWait time.Duration
 	Logger   *slog.Logger
 	Metrics  *Metrics
+	// PropagateFunc, if set, is called with the events of a pass before
+	// they are published (Service.Propagate: the upstream triggers of the
+	// successes); if it fails, the pass fails and its events stay.
+	PropagateFunc func(ctx context.Context, events []Event) (int, error)
 	// PublishedFunc, if set, is called after every pass; tests wait on it.
 	PublishedFunc func(PublishResult, error)
 	// RouteFunc, if set, returns the webhook deliveries of the events of a
@@ -135,6 +139,11 @@ func (p *Publisher) RunOnce(ctx context.Context) (PublishResult, error) {
 	var res PublishResult
 	publish := func(events []Event) error {
 		res = PublishResult{}
+		if p.cfg.PropagateFunc != nil {
+			if _, err := p.cfg.PropagateFunc(ctx, events); err != nil {
+				return err
+			}
+		}
 		if revoked := revocations(events); len(revoked) > 0 {
 			if err := p.cfg.Queue.Revoke(ctx, revoked); err != nil {
 				return fmt.Errorf("revoke %d attempts: %w", len(revoked), err)
@@ -169,25 +178,14 @@ func (p *Publisher) RunOnce(ctx context.Context) (PublishResult, error) {
 	return res, nil
 }
 
-// revocations returns the attempts that events end without an outcome.
+// revocations returns the attempts that events end without an outcome
+// (EventRevocation).
 func revocations(events []Event) []Revocation {
 	var out []Revocation
 	for _, e := range events {
-		if e.AttemptUID == "" {
-			continue
+		if r, ok := EventRevocation(e); ok {
+			out = append(out, r)
 		}
-		reason := ""
-		switch e.Type {
-		case EventTrigger:
-			reason = RevokedSuperseded
-		case EventCancel:
-			reason = RevokedCancelled
-		case EventDelete:
-			reason = RevokedDeleted
-		default:
-			continue
-		}
-		out = append(out, Revocation{ModelID: e.ModelID, AttemptUID: e.AttemptUID, Reason: reason, DeadlineAt: e.AttemptDeadlineAt})
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +30,9 @@ type SchedulerConfig struct {
 	MaxSleep time.Duration
 	Logger   *slog.Logger
 	Metrics  *Metrics
+	// SlotPoll is the longest the loop sleeps while claimed models wait
+	// for a concurrency slot (default 1s); Wake ends the sleep sooner.
+	SlotPoll time.Duration
 	// PushTimeout bounds the push of a pass's jobs, during which the pass
 	// holds its models locked (default 5s).
 	PushTimeout time.Duration
@@ -59,6 +64,9 @@ func (c *SchedulerConfig) validate() error {
 	if c.Metrics == nil {
 		c.Metrics = &Metrics{}
 	}
+	if c.SlotPoll <= 0 {
+		c.SlotPoll = time.Second
+	}
 	if c.PushTimeout <= 0 {
 		c.PushTimeout = 5 * time.Second
 	}
@@ -68,8 +76,9 @@ func (c *SchedulerConfig) validate() error {
 	return nil
 }
 
-// Scheduler is the tick loop: it claims due models, times out overdue
-// attempts, starts due ones and pushes their jobs.
+// Scheduler is the tick loop: it claims due models and applies TickAll to
+// each (timeouts, debounced triggers, freshness_lost, catch-up skips, slot
+// waits, starts), writes the steps and pushes the jobs of the starts.
 type Scheduler struct {
 	cfg  SchedulerConfig
 	wake chan struct{}
@@ -82,6 +91,9 @@ type TickResult struct {
 	Claimed  int
 	Started  int
 	TimedOut int
+	// Waiting counts the claimed models that wait for a slot after the
+	// pass.
+	Waiting int
 }
 
 // NewScheduler returns a scheduler, or an error if cfg lacks a required part.
@@ -102,7 +114,8 @@ func (s *Scheduler) Wake() {
 }
 
 // Start runs passes until ctx ends. Between passes it sleeps until the
-// earliest planned refresh_at (at most MaxSleep) or a Wake. A failed pass
+// earliest DueAt (at most MaxSleep, at most SlotPoll while models wait for
+// a slot) or a Wake. A failed pass
 // is logged and retried with backoff. While passes claim full batches,
 // Loops-1 helpers run passes beside it. It returns nil when ctx ends.
 func (s *Scheduler) Start(ctx context.Context) error {
@@ -128,7 +141,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 			s.cfg.Logger.Error("scheduler pass failed", "err", err, "retry_in", backoff.String())
 			wait = backoff
-		case res.Claimed == limit:
+		case res.Claimed == limit && res.Waiting < res.Claimed:
 			backoff = 0
 			limit = min(2*limit, s.cfg.BatchSize)
 			continue
@@ -139,6 +152,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 				s.cfg.Logger.Error("scheduler: next due", "err", err)
 			} else if ok {
 				wait = min(next.Sub(s.cfg.Clock.Now()), s.cfg.MaxSleep)
+			}
+			if res.Waiting > 0 {
+				// Models wait for a slot: an attempt that ends, here or in
+				// another instance, frees one.
+				wait = min(wait, s.cfg.SlotPoll)
 			}
 		}
 		limit = s.firstBatch()
@@ -201,8 +219,9 @@ func (s *Scheduler) help(ctx context.Context) {
 }
 
 // RunOnce does one pass in one store transaction: it claims up to BatchSize
-// due models, times out those whose deadline has passed, starts the others,
-// writes them and pushes their jobs before the transaction commits (a push
+// due models, applies TickAll to each under the concurrency limits the
+// store counted, writes the steps and pushes the jobs of the starts before
+// the transaction commits (a push
 // that fails rolls the pass back). Its lifecycle events commit with it.
 func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
 	return s.runOnce(ctx, s.cfg.BatchSize)
@@ -216,32 +235,12 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) 
 	now := s.cfg.Clock.Now()
 	// late are the lateness of the starts, observed once they commit.
 	var late []time.Duration
-	claimed, err := s.cfg.Store.ClaimDue(ctx, now, limit, func(due []Model) (Batch, error) {
+	claimed, err := s.cfg.Store.ClaimDue(ctx, now, limit, func(due []Model, slots Slots) (Batch, error) {
 		putChanges(c)
 		c = getChanges(len(due))
 		res = TickResult{}
 		late = late[:0]
-		var jobs []Job
-		for _, m := range due {
-			var after Model
-			var d Decision
-			if m.Running() {
-				after, d = Timeout(m, now)
-				if d.Event != "" {
-					res.TimedOut++
-				}
-			} else {
-				after, d = Start(m, s.cfg.NewUIDFunc(), now)
-				if d.Event != "" {
-					res.Started++
-					jobs = append(jobs, JobFor(after))
-					if d.Event == EventStart {
-						late = append(late, now.Sub(m.RefreshAt))
-					}
-				}
-			}
-			c.add(m, after, d, now)
-		}
+		jobs := s.tick(c, due, slots, now, &res, &late)
 		if len(jobs) > 0 {
 			// Pushed once the batch is written, just before it commits: a
 			// worker's outcome then seldom finds its model still locked.
@@ -271,6 +270,74 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) 
 		s.cfg.Metrics.observePass(LoopScheduler, s.cfg.Clock.Now().Sub(now))
 	}
 	return res, nil
+}
+
+// tick applies TickAll to each claimed model, in due order (refresh_at,
+// then id, so that slots go to the earliest), records the steps in c and
+// returns the jobs of the starts. slots are the limits that match the
+// batch with their current attempts: a start that would exceed one waits,
+// a start counts in the pass's tally, and an attempt that ends in the pass
+// (a timeout, a supersession) frees its slot for the models after it.
+func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, res *TickResult, late *[]time.Duration) []Job {
+	var jobs []Job
+	var running []int
+	if len(slots.Limits) > 0 {
+		running = slices.Clone(slots.Running)
+		slices.SortStableFunc(due, func(a, b Model) int {
+			if c := a.RefreshAt.Compare(b.RefreshAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+	}
+	for _, m := range due {
+		in := TickInput{UID: s.cfg.NewUIDFunc()}
+		for i, l := range slots.Limits {
+			if !l.Covers(m) {
+				continue
+			}
+			others := running[i]
+			if m.Running() {
+				others-- // a start that supersedes the model's own attempt takes over its slot
+			}
+			if others >= l.MaxRunning {
+				in.FullLimit = l.String()
+				break
+			}
+		}
+		steps := TickAll(m, in, now)
+		before := m
+		for _, st := range steps {
+			c.add(before, st.Model, st.Decision, now)
+			switch st.Decision.Event {
+			case EventStart:
+				res.Started++
+				jobs = append(jobs, JobFor(st.Model))
+				*late = append(*late, now.Sub(before.RefreshAt))
+			case EventTimeout:
+				res.TimedOut++
+			case EventWait:
+				res.Waiting++
+			}
+			before = st.Model
+		}
+		if len(steps) == 0 && m.WaitingForSlot {
+			res.Waiting++
+		}
+		if m.Running() != before.Running() {
+			for i, l := range slots.Limits {
+				if !l.Covers(m) {
+					continue
+				}
+				if before.Running() {
+					running[i]++
+				} else {
+					running[i]--
+				}
+			}
+		}
+	}
+	return jobs
 }
 
 // JobFor returns the job of m's running attempt.

@@ -49,6 +49,10 @@ type PutRequest struct {
 	Queue   string          `json:"queue"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	Policy  json.RawMessage `json:"policy"`
+	// Upstreams and UpstreamsMode are the model's upstreams (DESIGN.md
+	// section 6); left out: none.
+	Upstreams     []string `json:"upstreams,omitempty"`
+	UpstreamsMode string   `json:"upstreams_mode,omitempty"`
 	// Trigger asks for a refresh now (on create and on replace alike).
 	Trigger bool `json:"trigger"`
 	// IfMatch, if not empty, lists definition tags (see DefinitionTag), one
@@ -64,17 +68,19 @@ type PutRequest struct {
 
 // PatchRequest changes part of a model's definition with the semantics of
 // a JSON merge patch (RFC 7396) over the object {"queue", "payload",
-// "policy"}, the policy stated with every default as the model shows it.
-// Each of Queue, Payload and Policy is a member of that patch: nil leaves
-// the member as it is, JSON null returns it to its default (queue
-// "default", no payload, the default policy), an object merges into the
-// stored object member by member (null removing a member) and any other
-// value replaces it.
+// "policy", "upstreams", "upstreams_mode"}, the policy stated with every
+// default as the model shows it. Each of them is a member of that patch:
+// nil leaves the member as it is, JSON null returns it to its default
+// (queue "default", no payload, the default policy, no upstreams, mode
+// all), an object merges into the stored object member by member (null
+// removing a member) and any other value replaces it.
 type PatchRequest struct {
-	ID      string
-	Queue   json.RawMessage
-	Payload json.RawMessage
-	Policy  json.RawMessage
+	ID            string
+	Queue         json.RawMessage
+	Payload       json.RawMessage
+	Policy        json.RawMessage
+	Upstreams     json.RawMessage
+	UpstreamsMode json.RawMessage
 	// Trigger asks for a refresh now, as in PutRequest.
 	Trigger bool
 	// IfMatch is PutRequest.IfMatch.
@@ -110,16 +116,18 @@ const DefaultQueue = "default"
 // EffectiveLimits returns s.Limits with every zero field at its default.
 func (s *Service) EffectiveLimits() Limits { return s.Limits.orDefault() }
 
-// DefinitionTag returns an opaque tag of m's definition: its queue, payload
-// and policy. It changes when one of them does, and only then: the run
+// DefinitionTag returns an opaque tag of m's definition: its queue, payload,
+// policy and upstreams. It changes when one of them does, and only then: the run
 // state (refresh_at, attempts, pause...) changes all the time and is no
 // part of it. The API serves it as the ETag of a model.
 func DefinitionTag(m Model) string {
 	def, err := json.Marshal(struct {
-		Queue   string          `json:"queue"`
-		Payload json.RawMessage `json:"payload"`
-		Policy  Policy          `json:"policy"`
-	}{m.Queue, m.Payload, m.Policy})
+		Queue         string          `json:"queue"`
+		Payload       json.RawMessage `json:"payload"`
+		Policy        Policy          `json:"policy"`
+		Upstreams     []string        `json:"upstreams,omitempty"`
+		UpstreamsMode string          `json:"upstreams_mode,omitempty"`
+	}{m.Queue, m.Payload, m.Policy, m.Upstreams, m.UpstreamsMode})
 	if err != nil { // a stored payload is valid JSON; hash its bytes anyway
 		def = append([]byte(m.Queue+"\x00"), m.Payload...)
 	}
@@ -129,9 +137,11 @@ func DefinitionTag(m Model) string {
 
 // definition is what a write sets: a checked queue, payload and policy.
 type definition struct {
-	Queue   string
-	Payload json.RawMessage
-	Policy  Policy
+	Queue         string
+	Payload       json.RawMessage
+	Policy        Policy
+	Upstreams     []string
+	UpstreamsMode string
 }
 
 // Put creates the model or replaces its whole definition: queue, payload
@@ -147,7 +157,7 @@ type definition struct {
 // changed) is also checked at the time of the request (Policy.CheckAt: an
 // occurrence after now, occurrences at least Limits.MinInterval apart).
 func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) {
-	def, err := s.check(req.ID, req.Queue, req.Payload, req.Policy)
+	def, err := s.check(req.ID, req.Queue, req.Payload, req.Policy, req.Upstreams, req.UpstreamsMode)
 	if err != nil {
 		return Model{}, false, err
 	}
@@ -173,7 +183,7 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 	for _, m := range []struct {
 		name string
 		v    json.RawMessage
-	}{{"queue", req.Queue}, {"payload", req.Payload}, {"policy", req.Policy}} {
+	}{{"queue", req.Queue}, {"payload", req.Payload}, {"policy", req.Policy}, {"upstreams", req.Upstreams}, {"upstreams_mode", req.UpstreamsMode}} {
 		switch {
 		case m.v == nil:
 		case !json.Valid(m.v):
@@ -217,7 +227,20 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 				}
 			}
 		}
-		return s.check(req.ID, queue, payload, policy)
+		upstreams, mode := old.Upstreams, old.UpstreamsMode
+		if req.Upstreams != nil {
+			upstreams = nil
+			if !isNull(req.Upstreams) && json.Unmarshal(req.Upstreams, &upstreams) != nil {
+				return definition{}, &ValidationError{Fields: []FieldError{{Field: "upstreams", Rule: "must be an array of model ids, got " + shortJSON(req.Upstreams)}}}
+			}
+		}
+		if req.UpstreamsMode != nil {
+			mode = ""
+			if !isNull(req.UpstreamsMode) && json.Unmarshal(req.UpstreamsMode, &mode) != nil {
+				return definition{}, &ValidationError{Fields: []FieldError{{Field: "upstreams_mode", Rule: "must be a string, got " + shortJSON(req.UpstreamsMode)}}}
+			}
+		}
+		return s.check(req.ID, queue, payload, policy, upstreams, mode)
 	})
 	if err != nil {
 		return Model{}, fmt.Errorf("patch model %s: %w", req.ID, err)
@@ -229,7 +252,7 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 // or a *ValidationError listing at most Limits.MaxFieldErrors broken rules.
 // An empty queue is the default queue, an empty or null payload none, an
 // empty policy the default policy.
-func (s *Service) check(id, queue string, payload, policy json.RawMessage) (definition, error) {
+func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstreams []string, mode string) (definition, error) {
 	lim := s.Limits.orDefault()
 	var errs []FieldError
 	if !ValidID(id) {
@@ -260,11 +283,24 @@ func (s *Service) check(id, queue string, payload, policy json.RawMessage) (defi
 		errs = append(errs, policyFields(v.Fields)...)
 		more = v.More
 	}
+	if err := CheckUpstreams(id, upstreams, mode, 0); err != nil {
+		var v *ValidationError
+		if !errors.As(err, &v) {
+			return definition{}, err
+		}
+		errs = append(errs, v.Fields...)
+	}
 	if len(errs) > 0 {
 		shown := min(len(errs), max(lim.MaxFieldErrors, 1))
 		return definition{}, &ValidationError{Fields: errs[:shown], More: more + len(errs) - shown}
 	}
-	return definition{Queue: queue, Payload: payload, Policy: p}, nil
+	if mode == UpstreamsAll || len(upstreams) == 0 {
+		mode = "" // the default, stored as such
+	}
+	if len(upstreams) == 0 {
+		upstreams = nil
+	}
+	return definition{Queue: queue, Payload: payload, Policy: p, Upstreams: upstreams, UpstreamsMode: mode}, nil
 }
 
 // checkPayload returns the rule payload breaks, if any: it must be at most
@@ -333,7 +369,7 @@ func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch,
 		if !created {
 			createdAt = old.CreatedAt
 		}
-		if created || old.Policy.Schedule != def.Policy.Schedule || old.Policy.Timezone != def.Policy.Timezone {
+		if created || old.Policy.Schedule != def.Policy.Schedule || old.Policy.Timezone != def.Policy.Timezone || old.Policy.Spread != def.Policy.Spread {
 			if err := def.Policy.CheckAt(now, createdAt, s.EffectiveLimits()); err != nil {
 				var v *ValidationError
 				if errors.As(err, &v) {
@@ -345,19 +381,18 @@ func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch,
 		var m Model
 		var d Decision
 		if created {
-			m, d = Create(Model{ID: id, Queue: def.Queue, Payload: def.Payload, Policy: def.Policy}, trigger, now)
+			m, d = Create(Model{ID: id, Queue: def.Queue, Upstreams: def.Upstreams, UpstreamsMode: def.UpstreamsMode,
+				Payload: def.Payload, Policy: def.Policy}, trigger, now)
 			ch.add(Model{ID: id}, m, d, now)
 		} else {
 			before := *old
 			m = before
-			m.Queue, m.Payload, m.Policy = def.Queue, def.Payload, def.Policy
+			m.Queue, m.Payload, m.Upstreams, m.UpstreamsMode = def.Queue, def.Payload, def.Upstreams, def.UpstreamsMode
+			m, _ = Edit(m, def.Policy, now)
 			if trigger {
 				m, d = Trigger(m, now)
 				ch.add(before, m, d, now)
 			} else {
-				if !m.Running() && !m.Disabled() && m.AttemptNo == 0 {
-					m.RefreshAt, _ = m.First(now)
-				}
 				ch.put(Change{Model: m})
 			}
 		}

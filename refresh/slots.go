@@ -1,6 +1,9 @@
 package refresh
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // This file holds the concurrency limits of DESIGN.md section 6, as far as
 // one model sees them. Limits (max_running per queue and per id prefix)
@@ -26,4 +29,79 @@ func WaitForSlot(m Model, limit string, now time.Time) (Model, Decision) {
 		Event: EventWait, Rule: "slot.wait", AttemptNo: m.AttemptNo, Reason: limit,
 		Why: "due since " + ts(m.RefreshAt) + ", but " + limit + " has no free slot: the start waits",
 	}
+}
+
+// Kinds of concurrency limit (Limit.Kind).
+const (
+	// LimitQueue covers the models of one queue (Key is the queue name).
+	LimitQueue = "queue"
+	// LimitPrefix covers the models whose id starts with Key.
+	LimitPrefix = "prefix"
+)
+
+// MaxLimitKeyBytes bounds the key of a limit.
+const MaxLimitKeyBytes = 200
+
+// Limit is a concurrency limit (DESIGN.md section 6): at most MaxRunning
+// current attempts among the models it covers. A MaxRunning of 0 starts
+// none of them.
+type Limit struct {
+	Kind       string `json:"kind"`
+	Key        string `json:"key"`
+	MaxRunning int    `json:"max_running"`
+}
+
+// Covers reports whether the limit covers model m.
+func (l Limit) Covers(m Model) bool {
+	switch l.Kind {
+	case LimitQueue:
+		return m.Queue == l.Key
+	case LimitPrefix:
+		return len(m.ID) >= len(l.Key) && m.ID[:len(l.Key)] == l.Key
+	}
+	return false
+}
+
+// String names the limit as a wait event's reason does, e.g. `queue
+// "exports" (max_running 5)`.
+func (l Limit) String() string {
+	return fmt.Sprintf("%s %q (max_running %d)", l.Kind, l.Key, l.MaxRunning)
+}
+
+// CheckLimit returns a *ValidationError naming each broken rule of l
+// (kind: queue or prefix; key: a queue name for a queue, a non-empty id
+// prefix for a prefix; max_running: >= 0), or nil.
+func CheckLimit(l Limit) error {
+	var errs errorList
+	switch l.Kind {
+	case LimitQueue:
+		if !ValidQueue(l.Key) {
+			errs.add("key", "%s, got %s", QueueRule, quoteShort(l.Key))
+		}
+	case LimitPrefix:
+		if l.Key == "" || len(l.Key) > MaxLimitKeyBytes || !ValidID(l.Key) {
+			errs.add("key", "must be the start of a model id: %s, got %s", IDRule, quoteShort(l.Key))
+		}
+	default:
+		errs.add("kind", "must be %q or %q, got %s", LimitQueue, LimitPrefix, quoteShort(l.Kind))
+	}
+	if l.MaxRunning < 0 {
+		errs.add("max_running", "must be >= 0, got %d", l.MaxRunning)
+	}
+	return errs.err()
+}
+
+// LimitsCovering returns the limits among limits that cover at least one
+// of models, in the order of limits.
+func LimitsCovering(limits []Limit, models []Model) []Limit {
+	var out []Limit
+	for _, l := range limits {
+		for _, m := range models {
+			if l.Covers(m) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -38,14 +38,41 @@ type Store interface {
 
 	// ClaimDue locks up to limit due models and passes them to fn, then
 	// writes the batch fn returns, all in one transaction. A model is due
-	// when its RefreshAt is set and <= now, unless it is paused and idle
-	// (paused models still time out). Concurrent callers never receive the
-	// same model. It returns how many models were claimed.
-	ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []Model) (Batch, error)) (int, error)
+	// when its DueAt is set and <= now (Model.DueAt: refresh_at unless
+	// paused and idle, an open debounce window, the overdue instant).
+	// Models that do not wait for a slot come first, by DueAt then id;
+	// models waiting for a slot (waiting_for_slot) fill the rest of the
+	// batch, in the same order. Concurrent callers never receive the same
+	// model. It returns how many models were claimed.
+	//
+	// slots holds the concurrency limits that match at least one claimed
+	// model and their current attempts, counted in the same transaction
+	// after the limits are locked (so that instances agree on the free
+	// slots); it is empty when no limit exists.
+	ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []Model, slots Slots) (Batch, error)) (int, error)
 
-	// NextDue returns the earliest RefreshAt of a model that can become due
-	// (see ClaimDue), and false if there is none.
+	// NextDue returns the earliest DueAt of a model that can become due and
+	// does not wait for a slot (see ClaimDue), and false if there is none.
 	NextDue(ctx context.Context) (time.Time, bool, error)
+
+	// Dependents returns the ids of the models whose upstreams name one of
+	// ids, in id order.
+	Dependents(ctx context.Context, ids []string) ([]string, error)
+	// Upstreams returns the view as an upstream (UpstreamOf) of each model
+	// among ids that exists, by id; missing ones are left out.
+	Upstreams(ctx context.Context, ids []string) (map[string]Upstream, error)
+
+	// Limits returns the concurrency limits, by kind then key.
+	Limits(ctx context.Context) ([]Limit, error)
+	// PutLimit creates or replaces limit l; with onlyNew, an existing limit
+	// of the same kind and key is kept, and PutLimit reports false.
+	PutLimit(ctx context.Context, l Limit, onlyNew bool) (bool, error)
+	// DeleteLimit removes the limit of kind and key, or returns an *Error
+	// with code ENOTFOUND.
+	DeleteLimit(ctx context.Context, kind, key string) error
+	// Counts returns the gauges of the extensions: how many models are
+	// overdue (overdue_since set) and wait for a slot.
+	Counts(ctx context.Context) (Counts, error)
 
 	// TakeEvents passes the oldest lifecycle events written with the
 	// batches (about limit of them, in the order their batches committed)
@@ -84,6 +111,21 @@ type Batch struct {
 	BeforeCommitFunc func(ctx context.Context) error
 }
 
+// Counts are the store's gauges of the extensions.
+type Counts struct {
+	Overdue        int
+	WaitingForSlot int
+}
+
+// Slots is what the scheduler needs to know of the concurrency limits in
+// a pass: the limits that match a claimed model, in (kind, key) order, and
+// Running[i], the current attempts (models with attempt_uid set, the
+// claimed ones included) that Limits[i] covers.
+type Slots struct {
+	Limits  []Limit
+	Running []int
+}
+
 // Change is one model written by a Store, with the history row it touches.
 type Change struct {
 	Model    Model
@@ -94,6 +136,11 @@ type Change struct {
 	// Delete removes the model and its history instead of writing it.
 	Delete bool
 }
+
+// A store refuses a write whose upstreams would close a cycle: it calls
+// CheckUpstreamCycle in the transaction of the write, with the upstreams
+// of the models reachable from the new ones, serialized with the other
+// writes of upstreams, and returns the *ValidationError.
 
 // Attempt is one row of a model's attempt history.
 type Attempt struct {

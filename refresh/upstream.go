@@ -297,3 +297,22 @@ func CheckUpstreamCycle(id string, upstreams []string, graph map[string][]string
 	}
 	return nil
 }
+
+// UpstreamCovered reports whether dep already has a run that covers the
+// change of upstream u (at u.LastChangedAt), so that a second delivery of
+// the same success brings no second trigger: an attempt that started at or
+// after the change, a start planned at or after it and due at now (a
+// trigger not yet started, a paused model's start planned for resume), or
+// a debounce window opened at or after it.
+func UpstreamCovered(dep Model, u Upstream, now time.Time) bool {
+	changed := u.LastChangedAt
+	switch {
+	case changed.IsZero():
+		return false
+	case dep.Running():
+		return !dep.StartedAt.Before(changed)
+	case !dep.DebounceAt.IsZero() && !dep.DebounceSince.Before(changed):
+		return true
+	}
+	return !dep.RefreshAt.IsZero() && !dep.RefreshAt.Before(changed) && !dep.RefreshAt.After(now)
+}

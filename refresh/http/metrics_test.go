@@ -89,7 +89,7 @@ func scrape(t *testing.T, h http.Handler) (map[string]float64, map[string]bool) 
 // failingStore fails every ClaimDue.
 type failingStore struct{ refresh.Store }
 
-func (failingStore) ClaimDue(context.Context, time.Time, int, func([]refresh.Model) (refresh.Batch, error)) (int, error) {
+func (failingStore) ClaimDue(context.Context, time.Time, int, func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
 	return 0, fmt.Errorf("the database is down")
 }
 

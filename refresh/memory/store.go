@@ -6,6 +6,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -25,17 +26,19 @@ type Store struct {
 	events   []refresh.Event              // written, not yet taken
 	taking   bool                         // a TakeEvents call is running
 	audit    auditLog                     // audit entries, kept after their model
+	limits   map[[2]string]refresh.Limit  // by kind and key
 }
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{models: map[string]refresh.Model{}, attempts: map[string][]refresh.Attempt{}}
+	return &Store{models: map[string]refresh.Model{}, attempts: map[string][]refresh.Attempt{}, limits: map[[2]string]refresh.Limit{}}
 }
 
 // clone returns a copy of m that shares no mutable memory with the store
 // (policies are never changed in place).
 func clone(m refresh.Model) refresh.Model {
 	m.Payload = append(json.RawMessage(nil), m.Payload...)
+	m.Upstreams = slices.Clone(m.Upstreams)
 	if m.LastError != nil {
 		e := *m.LastError
 		m.LastError = &e
@@ -137,12 +140,14 @@ func (s *Store) find(ids []string) []refresh.Model {
 
 // due reports whether m can be claimed at now.
 func due(m refresh.Model, now time.Time) bool {
-	return !m.RefreshAt.IsZero() && !m.RefreshAt.After(now) && (!m.Paused || m.Running())
+	at := m.DueAt()
+	return !at.IsZero() && !at.After(now)
 }
 
-// ClaimDue passes up to limit due models, earliest refresh_at first, to fn
-// and writes its changes.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model) (refresh.Batch, error)) (int, error) {
+// ClaimDue passes up to limit due models to fn, those that do not wait
+// for a slot first, each group by DueAt then id, with the limits that
+// cover them, and writes its changes.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var batch []refresh.Model
@@ -152,10 +157,14 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		}
 	}
 	sort.Slice(batch, func(i, j int) bool {
-		if !batch[i].RefreshAt.Equal(batch[j].RefreshAt) {
-			return batch[i].RefreshAt.Before(batch[j].RefreshAt)
+		a, b := batch[i], batch[j]
+		if a.WaitingForSlot != b.WaitingForSlot {
+			return !a.WaitingForSlot
 		}
-		return batch[i].ID < batch[j].ID
+		if !a.DueAt().Equal(b.DueAt()) {
+			return a.DueAt().Before(b.DueAt())
+		}
+		return a.ID < b.ID
 	})
 	if len(batch) > limit {
 		batch = batch[:limit]
@@ -163,16 +172,131 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	for i := range batch {
 		batch[i] = clone(batch[i])
 	}
-	b, err := fn(batch)
+	var slots refresh.Slots
+	if len(s.limits) > 0 {
+		slots.Limits = refresh.LimitsCovering(s.sortedLimits(), batch)
+		slots.Running = make([]int, len(slots.Limits))
+		for _, m := range s.models {
+			if !m.Running() {
+				continue
+			}
+			for i, l := range slots.Limits {
+				if l.Covers(m) {
+					slots.Running[i]++
+				}
+			}
+		}
+	}
+	b, err := fn(batch, slots)
 	if err != nil {
 		return len(batch), err
 	}
 	return len(batch), s.commit(ctx, b)
 }
 
+// sortedLimits returns the limits by kind then key; the caller holds s.mu.
+func (s *Store) sortedLimits() []refresh.Limit {
+	out := make([]refresh.Limit, 0, len(s.limits))
+	for _, l := range s.limits {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}
+
+// Dependents returns the ids of the models whose upstreams name one of
+// ids, in id order.
+func (s *Store) Dependents(_ context.Context, ids []string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for id, m := range s.models {
+		for _, u := range m.Upstreams {
+			if slices.Contains(ids, u) {
+				out = append(out, id)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Upstreams returns the upstream views of the models among ids that
+// exist.
+func (s *Store) Upstreams(_ context.Context, ids []string) (map[string]refresh.Upstream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]refresh.Upstream, len(ids))
+	for _, id := range ids {
+		if m, ok := s.models[id]; ok {
+			out[id] = refresh.UpstreamOf(m)
+		}
+	}
+	return out, nil
+}
+
+// Limits returns the concurrency limits by kind then key.
+func (s *Store) Limits(context.Context) ([]refresh.Limit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sortedLimits(), nil
+}
+
+// PutLimit creates or replaces l (with onlyNew, only creates it).
+func (s *Store) PutLimit(_ context.Context, l refresh.Limit, onlyNew bool) (bool, error) {
+	if err := refresh.CheckLimit(l); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]string{l.Kind, l.Key}
+	if _, ok := s.limits[k]; ok && onlyNew {
+		return false, nil
+	}
+	s.limits[k] = l
+	return true, nil
+}
+
+// DeleteLimit removes the limit of kind and key.
+func (s *Store) DeleteLimit(_ context.Context, kind, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]string{kind, key}
+	if _, ok := s.limits[k]; !ok {
+		return refresh.Errorf(refresh.ENOTFOUND, "limit %s %q not found", kind, key)
+	}
+	delete(s.limits, k)
+	return nil
+}
+
+// Counts counts the overdue models and those waiting for a slot.
+func (s *Store) Counts(context.Context) (refresh.Counts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var c refresh.Counts
+	for _, m := range s.models {
+		if !m.OverdueSince.IsZero() {
+			c.Overdue++
+		}
+		if m.WaitingForSlot {
+			c.WaitingForSlot++
+		}
+	}
+	return c, nil
+}
+
 // commit writes b once its BeforeCommitFunc, if any, succeeded; the caller
 // holds s.mu.
 func (s *Store) commit(ctx context.Context, b refresh.Batch) error {
+	if err := s.checkCycles(b); err != nil {
+		return err
+	}
 	if b.BeforeCommitFunc != nil {
 		if err := b.BeforeCommitFunc(ctx); err != nil {
 			return err
@@ -182,17 +306,52 @@ func (s *Store) commit(ctx context.Context, b refresh.Batch) error {
 	return nil
 }
 
-// NextDue returns the earliest refresh_at of a model that can become due.
+// checkCycles refuses a batch whose upstreams would close a cycle
+// (refresh.CheckUpstreamCycle); the caller holds s.mu.
+func (s *Store) checkCycles(b refresh.Batch) error {
+	var graph map[string][]string
+	for _, c := range b.Changes {
+		if c.Delete || len(c.Model.Upstreams) == 0 {
+			continue
+		}
+		if old, ok := s.models[c.Model.ID]; ok && slices.Equal(old.Upstreams, c.Model.Upstreams) {
+			continue
+		}
+		if graph == nil {
+			graph = make(map[string][]string, len(s.models))
+			for id, m := range s.models {
+				if len(m.Upstreams) > 0 {
+					graph[id] = m.Upstreams
+				}
+			}
+			for _, c := range b.Changes {
+				if c.Delete {
+					delete(graph, c.Model.ID)
+				} else {
+					graph[c.Model.ID] = c.Model.Upstreams
+				}
+			}
+		}
+		if err := refresh.CheckUpstreamCycle(c.Model.ID, c.Model.Upstreams, graph); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NextDue returns the earliest DueAt of a model that can become due and
+// does not wait for a slot.
 func (s *Store) NextDue(context.Context) (time.Time, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
 	for _, m := range s.models {
-		if m.RefreshAt.IsZero() || (m.Paused && !m.Running()) {
+		at := m.DueAt()
+		if at.IsZero() || m.WaitingForSlot {
 			continue
 		}
-		if next.IsZero() || m.RefreshAt.Before(next) {
-			next = m.RefreshAt
+		if next.IsZero() || at.Before(next) {
+			next = at
 		}
 	}
 	return next, !next.IsZero(), nil

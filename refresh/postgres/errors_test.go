@@ -112,7 +112,7 @@ func TestIdleInTransactionTimeoutReleasesLocks(t *testing.T) {
 	resume := make(chan struct{})
 	passDone := make(chan error, 1)
 	go func() {
-		_, err := stalled.store.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
+		_, err := stalled.store.ClaimDue(ctx, t0, 10, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 			close(claimed)
 			<-resume // stopped here, holding the row
 			m := due[0]
@@ -148,7 +148,7 @@ func TestLostConnectionIsUnavailable(t *testing.T) {
 	const name = "freshen/lost-connection-test"
 	b := setupSession(t, postgres.Session{ApplicationName: name})
 	put(t, b.store, model("a", t0))
-	_, err := b.store.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
+	_, err := b.store.ClaimDue(ctx, t0, 10, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 		exec(t, os.Getenv("DATABASE_URL"), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 			WHERE application_name = '`+name+`'`)
 		m := due[0]

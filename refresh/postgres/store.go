@@ -42,6 +42,8 @@ type Store struct {
 	owned bool
 	// policies decodes the policies of the models read.
 	policies policyCache
+	// slots is what ClaimDue last read of the limits.
+	slots slotCache
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -92,12 +94,15 @@ func (s *Store) Close() {
 const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadline_at,
 	attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
 	last_success_at, last_error_kind, last_error_message, last_error_at,
-	disabled_at, disabled_reason, paused, status_message`
+	disabled_at, disabled_reason, paused, status_message,
+	upstreams, upstreams_mode, last_changed_at, debounce_at, debounce_since,
+	debounce_cause, overdue_since, snoozed_since, waiting_for_slot, off_schedule`
 
-// dueCondition selects the models that are, or can become, due: a refresh
-// is planned and the model is not paused and idle. It matches the
-// predicate of the partial index models_due.
-const dueCondition = `refresh_at IS NOT NULL AND (NOT paused OR attempt_uid IS NOT NULL)`
+// dueCondition selects the models that are, or can become, due and do not
+// wait for a slot. It matches the predicate of the partial index
+// models_due_at; due_at is Model.DueAt, which the database computes from
+// the columns (migration 008).
+const dueCondition = `due_at IS NOT NULL AND NOT waiting_for_slot`
 
 // modelRow is what one row of modelColumns is scanned into; one serves all
 // the rows of a query, so that scanning a row allocates only what the model
@@ -113,6 +118,11 @@ type modelRow struct {
 	attemptUID, lastErrorKind, lastErrorMessage                   pgtype.Text
 	disabledReason, statusMessage                                 pgtype.Text
 	paused                                                        bool
+	upstreams                                                     []string
+	upstreamsMode, debounceCause                                  pgtype.Text
+	lastChangedAt, debounceAt, debounceSince, overdueSince        pgtype.Timestamptz
+	snoozedSince                                                  pgtype.Timestamptz
+	waitingForSlot, offSchedule                                   bool
 	tid                                                           pgtype.TID
 	dest                                                          []any
 }
@@ -127,13 +137,15 @@ func newModelRow(withTID bool) *modelRow {
 	r.dest = append(r.dest, &r.id, &r.queue, &r.payload, &r.policy, &r.createdAt, &r.refreshAt, &r.deadlineAt,
 		&r.attemptNo, &r.attemptUID, &r.startedAt, &r.consecutiveFailures, &r.failingSince,
 		&r.lastSuccessAt, &r.lastErrorKind, &r.lastErrorMessage, &r.lastErrorAt,
-		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage)
+		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage,
+		&r.upstreams, &r.upstreamsMode, &r.lastChangedAt, &r.debounceAt, &r.debounceSince,
+		&r.debounceCause, &r.overdueSince, &r.snoozedSince, &r.waitingForSlot, &r.offSchedule)
 	return r
 }
 
 // scan reads the current row of rows, decoding the policy with policies.
 func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (refresh.Model, error) {
-	r.payload = nil // a NULL leaves the destination as it is
+	r.payload, r.upstreams = nil, nil // a NULL leaves the destination as it is
 	if err := rows.Scan(r.dest...); err != nil {
 		return refresh.Model{}, err
 	}
@@ -166,6 +178,18 @@ func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (refresh.Model, er
 	m.DisabledReason = r.disabledReason.String
 	m.Paused = r.paused
 	m.StatusMessage = r.statusMessage.String
+	if len(r.upstreams) > 0 {
+		m.Upstreams = r.upstreams
+	}
+	m.UpstreamsMode = r.upstreamsMode.String
+	m.LastChangedAt = fromTimestamptz(r.lastChangedAt)
+	m.DebounceAt = fromTimestamptz(r.debounceAt)
+	m.DebounceSince = fromTimestamptz(r.debounceSince)
+	m.DebounceCause = r.debounceCause.String
+	m.OverdueSince = fromTimestamptz(r.overdueSince)
+	m.SnoozedSince = fromTimestamptz(r.snoozedSince)
+	m.WaitingForSlot = r.waitingForSlot
+	m.OffSchedule = r.offSchedule
 	return m, nil
 }
 
@@ -370,11 +394,11 @@ func (s *Store) History(ctx context.Context, id string, before time.Time, limit 
 	return out, nil
 }
 
-// NextDue returns the earliest RefreshAt of a model that can become due,
-// and false if there is none.
+// NextDue returns the earliest DueAt of a model that can become due and
+// does not wait for a slot, and false if there is none.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var next *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT min(refresh_at) FROM models WHERE `+dueCondition).Scan(&next); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next); err != nil {
 		return time.Time{}, false, storeError("next due model", err)
 	}
 	if next == nil {
@@ -383,16 +407,22 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return next.UTC(), true, nil
 }
 
-// ClaimDue locks up to limit due models, earliest RefreshAt first (then by
-// id), skipping those another transaction holds, passes them to fn and
-// writes the changes it returns, all in one transaction. fn and the batch's
-// BeforeCommitFunc run while the rows are locked and before the commit:
-// what they do outside the database (pushing jobs) happens even if the
-// commit then fails.
+// ClaimDue locks up to limit due models, skipping those another
+// transaction holds: first those that do not wait for a slot, earliest
+// due_at first (then by id), then, if room is left and limits or waiting
+// models exist, those that wait, in the same order. When limits exist it
+// locks the limits that cover a claimed model (transaction-scoped advisory
+// locks, in kind and key order) and then counts their current attempts,
+// so that the passes of all instances agree on the free slots. It passes
+// the models and the slots to fn and writes the changes it returns, all
+// in one transaction. fn and the batch's BeforeCommitFunc run while the
+// rows and the limits are locked and before the commit: what they do
+// outside the database (pushing jobs) happens even if the commit then
+// fails.
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []refresh.Model) (refresh.Batch, error)) (int, error) {
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []refresh.Model, slots refresh.Slots) (refresh.Batch, error)) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
@@ -401,19 +431,32 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		locked, err = collectLocked(rows, limit, &s.policies)
 		return err
 	}, `SELECT ctid, `+modelColumns+` FROM models
-		WHERE refresh_at <= $1 AND (NOT paused OR attempt_uid IS NOT NULL)
-		ORDER BY refresh_at, id
+		WHERE due_at <= $1 AND NOT waiting_for_slot
+		ORDER BY due_at, id
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED`, now, limit)
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
 	defer tx.rollback() // a no-op after the commit
+	var slots refresh.Slots
+	if lim, err := s.slotState(ctx, tx, now); err != nil {
+		return 0, storeError("claim due models", err)
+	} else if len(lim.limits) > 0 || lim.waiting {
+		if len(locked.models) < limit {
+			if err := s.claimWaiting(ctx, tx, now, limit, &locked); err != nil {
+				return 0, storeError("claim models waiting for a slot", err)
+			}
+		}
+		if slots, err = countSlots(ctx, tx, lim.limits, locked.models); err != nil {
+			return 0, storeError("count the attempts of the concurrency limits", err)
+		}
+	}
 	due := locked.models
 	if len(due) == 0 {
 		return 0, nil
 	}
-	b, err := fn(due)
+	b, err := fn(due, slots)
 	if err != nil {
 		return len(due), err
 	}
@@ -430,6 +473,64 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return len(due), storeError("claim due models", err)
 	}
 	return len(due), nil
+}
+
+// claimWaiting adds to locked the models waiting for a slot, up to limit
+// models in all.
+func (s *Store) claimWaiting(ctx context.Context, tx *tx, now time.Time, limit int, locked *lockedModels) error {
+	rows, err := tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
+		WHERE waiting_for_slot AND due_at <= $1
+		ORDER BY due_at, id
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED`, now, limit-len(locked.models))
+	if err != nil {
+		return err
+	}
+	more, err := collectLocked(rows, limit-len(locked.models), &s.policies)
+	if err != nil {
+		return err
+	}
+	locked.models = append(locked.models, more.models...)
+	locked.tids = append(locked.tids, more.tids...)
+	return nil
+}
+
+// countSlots locks the limits among limits that cover a model of due and
+// counts their current attempts, in two statements sent together: the
+// count's snapshot is taken once the locks are held, so it sees the starts
+// of the passes that held them before.
+func countSlots(ctx context.Context, tx *tx, limits []refresh.Limit, due []refresh.Model) (refresh.Slots, error) {
+	covering := refresh.LimitsCovering(limits, due)
+	if len(covering) == 0 {
+		return refresh.Slots{}, nil
+	}
+	kinds, keys, names := make([]string, len(covering)), make([]string, len(covering)), make([]string, len(covering))
+	for i, l := range covering {
+		kinds[i], keys[i], names[i] = l.Kind, l.Key, l.Kind+":"+l.Key
+	}
+	b := &pgx.Batch{}
+	// names are in kind and key order, so that passes never deadlock.
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.freshen_limit.' || n)) FROM unnest($1::text[]) AS n`, names)
+	b.Queue(`SELECT count(m.id) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS l(kind, key, i)
+		LEFT JOIN models m ON m.attempt_uid IS NOT NULL
+			AND CASE l.kind WHEN 'queue' THEN m.queue = l.key ELSE starts_with(m.id, l.key) END
+		GROUP BY l.i ORDER BY l.i`, kinds, keys)
+	res := tx.SendBatch(ctx, b)
+	running := make([]int, 0, len(covering))
+	_, err := res.Exec()
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = res.Query(); err == nil {
+			running, err = pgx.CollectRows(rows, pgx.RowTo[int])
+		}
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return refresh.Slots{}, err
+	}
+	return refresh.Slots{Limits: covering, Running: running}, nil
 }
 
 // modifyTries bounds how often Modify runs fn when models it creates are

@@ -68,7 +68,7 @@ func TestClaimDueSkipsLocked(t *testing.T) {
 	inside, release := make(chan []string), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.ClaimDue(ctx, t0, 4, func(due []refresh.Model) (refresh.Batch, error) {
+		_, err := s.ClaimDue(ctx, t0, 4, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 			inside <- ids(due)
 			<-release
 			return refresh.Batch{}, nil
@@ -78,7 +78,7 @@ func TestClaimDueSkipsLocked(t *testing.T) {
 	first := <-inside
 
 	var second []string
-	n, err := s.ClaimDue(ctx, t0, 100, func(due []refresh.Model) (refresh.Batch, error) {
+	n, err := s.ClaimDue(ctx, t0, 100, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 		second = ids(due)
 		return refresh.Batch{}, nil
 	})
@@ -104,7 +104,7 @@ func TestModifySeesCommittedClaim(t *testing.T) {
 	inside, release := make(chan struct{}), make(chan struct{})
 	claimed := make(chan error, 1)
 	go func() {
-		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
+		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 			close(inside)
 			<-release
 			m := due[0] // timed out, then started again
@@ -244,7 +244,7 @@ func TestClaimDueBatches(t *testing.T) {
 
 // startAll starts an attempt of every due model: refresh_at moves to the
 // deadline, an hour on, with the attempt's history row.
-func startAll(due []refresh.Model) (refresh.Batch, error) {
+func startAll(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 	changes := make([]refresh.Change, len(due))
 	for i, m := range due {
 		m.AttemptNo++
@@ -560,8 +560,8 @@ func TestBeforeCommit(t *testing.T) {
 	var busy []string
 	fail := errors.New("redis down")
 	claim := func(hookErr error) error {
-		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
-			b, err := startAll(due)
+		_, err := s.ClaimDue(ctx, t0, 10, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
+			b, err := startAll(due, refresh.Slots{})
 			b.BeforeCommitFunc = func(ctx context.Context) error {
 				// Another transaction finds the model locked.
 				return errors.Join(s.TryModify(ctx, []string{"a"}, func(found []refresh.Model, b []string) (refresh.Batch, error) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,17 +24,28 @@ var errCreated = errors.New("a model was created concurrently")
 const modelUnnest = `unnest($1::text[], $2::text[], $3::text[], $4::text[],
 		$5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::int[], $9::text[],
 		$10::timestamptz[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::text[],
-		$15::text[], $16::timestamptz[], $17::timestamptz[], $18::text[], $19::bool[], $20::text[], $21::bool[])
+		$15::text[], $16::timestamptz[], $17::timestamptz[], $18::text[], $19::bool[], $20::text[], $21::bool[],
+		$22::text[], $23::text[], $24::timestamptz[], $25::timestamptz[], $26::timestamptz[], $27::text[],
+		$28::timestamptz[], $29::timestamptz[], $30::bool[], $31::bool[], $32::timestamptz[])
 	AS u(id, queue, payload, policy, created_at, refresh_at, deadline_at,
 		attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
 		last_success_at, last_error_kind, last_error_message, last_error_at,
-		disabled_at, disabled_reason, paused, status_message, keep_payload)`
+		disabled_at, disabled_reason, paused, status_message, keep_payload,
+		upstreams, upstreams_mode, last_changed_at, debounce_at, debounce_since, debounce_cause,
+		overdue_since, snoozed_since, waiting_for_slot, off_schedule, overdue_at)`
 
-const insertModels = `INSERT INTO models (` + modelColumns + `, updated_at)
+// upstreamsSQL turns the upstreams of a row of an unnest, sent as their ids
+// separated by spaces (an id holds none), into a text[].
+const upstreamsSQL = `string_to_array(u.upstreams, ' ')`
+
+const insertModels = `INSERT INTO models (` + modelColumns + `, overdue_at, updated_at)
 	SELECT u.id, u.queue, u.payload::json, u.policy::jsonb, u.created_at, u.refresh_at,
 		u.deadline_at, u.attempt_no, u.attempt_uid, u.started_at, u.consecutive_failures,
 		u.failing_since, u.last_success_at, u.last_error_kind, u.last_error_message,
-		u.last_error_at, u.disabled_at, u.disabled_reason, u.paused, u.status_message, now()
+		u.last_error_at, u.disabled_at, u.disabled_reason, u.paused, u.status_message,
+		` + upstreamsSQL + `, u.upstreams_mode, u.last_changed_at, u.debounce_at, u.debounce_since,
+		u.debounce_cause, u.overdue_since, u.snoozed_since, u.waiting_for_slot, u.off_schedule,
+		u.overdue_at, now()
 	FROM ` + modelUnnest + `
 	ON CONFLICT (id) DO NOTHING`
 
@@ -77,6 +90,30 @@ type modelArrays struct {
 	attemptUID, lastErrorKind, lastErrorMessage, disabledReason []*string
 	statusMessage                                               []*string
 	paused, keepPayload                                         []bool
+	upstreams, upstreamsMode, debounceCause                     []*string
+	lastChangedAt, debounceAt, debounceSince, overdueSince      []*time.Time
+	snoozedSince, overdueAt                                     []*time.Time
+	waitingForSlot, offSchedule                                 []bool
+}
+
+// upstreamsText returns upstreams as upstreamsSQL reads them: the ids
+// separated by spaces, or NULL for none.
+func upstreamsText(upstreams []string) *string {
+	if len(upstreams) == 0 {
+		return nil
+	}
+	s := strings.Join(upstreams, " ")
+	return &s
+}
+
+// overdueAt returns the value of the column overdue_at of m: the instant
+// it becomes overdue while no freshness episode is open, else zero (NULL).
+func overdueAt(m *refresh.Model) time.Time {
+	if !m.OverdueSince.IsZero() {
+		return time.Time{}
+	}
+	at, _ := m.OverdueAt()
+	return at
 }
 
 // add appends m.
@@ -117,6 +154,17 @@ func (a *modelArrays) add(m refresh.Model) error {
 	a.paused = append(a.paused, m.Paused)
 	a.statusMessage = append(a.statusMessage, nullString(m.StatusMessage))
 	a.keepPayload = append(a.keepPayload, false)
+	a.upstreams = append(a.upstreams, upstreamsText(m.Upstreams))
+	a.upstreamsMode = append(a.upstreamsMode, nullString(m.UpstreamsMode))
+	a.lastChangedAt = append(a.lastChangedAt, nullTime(m.LastChangedAt))
+	a.debounceAt = append(a.debounceAt, nullTime(m.DebounceAt))
+	a.debounceSince = append(a.debounceSince, nullTime(m.DebounceSince))
+	a.debounceCause = append(a.debounceCause, nullString(m.DebounceCause))
+	a.overdueSince = append(a.overdueSince, nullTime(m.OverdueSince))
+	a.snoozedSince = append(a.snoozedSince, nullTime(m.SnoozedSince))
+	a.waitingForSlot = append(a.waitingForSlot, m.WaitingForSlot)
+	a.offSchedule = append(a.offSchedule, m.OffSchedule)
+	a.overdueAt = append(a.overdueAt, nullTime(overdueAt(&m)))
 	return nil
 }
 
@@ -124,7 +172,9 @@ func (a *modelArrays) args() []any {
 	return []any{a.id, a.queue, a.payload, a.policy, a.createdAt, a.refreshAt, a.deadlineAt,
 		a.attemptNo, a.attemptUID, a.startedAt, a.consecutiveFailures, a.failingSince,
 		a.lastSuccessAt, a.lastErrorKind, a.lastErrorMessage, a.lastErrorAt,
-		a.disabledAt, a.disabledReason, a.paused, a.statusMessage, a.keepPayload}
+		a.disabledAt, a.disabledReason, a.paused, a.statusMessage, a.keepPayload,
+		a.upstreams, a.upstreamsMode, a.lastChangedAt, a.debounceAt, a.debounceSince, a.debounceCause,
+		a.overdueSince, a.snoozedSince, a.waitingForSlot, a.offSchedule, a.overdueAt}
 }
 
 // attemptArrays holds a batch of history rows column by column.
@@ -156,13 +206,13 @@ func (a *attemptArrays) args() []any {
 		a.outcome, a.errorKind, a.errorMessage, a.decision, a.delay}
 }
 
-// dueAt returns when m can next be claimed: its RefreshAt unless it is
-// paused and idle (zero: never).
+// dueAt returns when m can next be claimed (zero: never); a model that
+// waits for a slot is claimed when slots are counted, not when due.
 func dueAt(m refresh.Model) time.Time {
-	if m.Paused && !m.Running() {
+	if m.WaitingForSlot {
 		return time.Time{}
 	}
-	return m.RefreshAt
+	return m.DueAt()
 }
 
 // write stores batch b in t with at most nine statements sent in one
@@ -212,6 +262,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 	var updatedTIDs []pgtype.TID
 	var mask uint32 // the columns the updates change
 	notify := false
+	var cycles []*refresh.Model // models whose upstreams change
 	for i := range changes {
 		c := &changes[i]
 		last := lastModel[c.Model.ID] == i
@@ -237,7 +288,11 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 			continue
 		}
 		var old refresh.Model
-		if j, exists := before[c.Model.ID]; exists {
+		j, exists := before[c.Model.ID]
+		if len(c.Model.Upstreams) > 0 && (!exists || !slices.Equal(locked[j].Upstreams, c.Model.Upstreams)) {
+			cycles = append(cycles, &c.Model)
+		}
+		if exists {
 			old = locked[j]
 			mask |= changedColumns(&locked[j], &c.Model)
 			updated = append(updated, &c.Model)
@@ -247,6 +302,11 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 		}
 		if next, prev := dueAt(c.Model), dueAt(old); !next.IsZero() && (prev.IsZero() || next.Before(prev)) {
 			notify = true
+		}
+	}
+	if len(cycles) > 0 {
+		if err := checkCycles(ctx, t, cycles); err != nil {
+			return err
 		}
 	}
 	var updates *updateArrays

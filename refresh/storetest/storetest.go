@@ -34,6 +34,15 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"Delete":                testDelete,
 		"TryModify":             testTryModify,
 		"Events":                testEvents,
+
+		"ExtensionFields":     testExtensionFields,
+		"ClaimDueByDueAt":     testClaimDueByDueAt,
+		"ClaimWaitingLast":    testClaimWaitingLast,
+		"Slots":               testSlots,
+		"Limits":              testLimits,
+		"DependentsUpstreams": testDependentsUpstreams,
+		"UpstreamCycle":       testUpstreamCycle,
+		"Counts":              testCounts,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -77,7 +86,8 @@ func put(t *testing.T, s refresh.Store, ms ...refresh.Model) {
 // normal makes a model comparable: times in UTC, JSON fields compacted.
 func normal(t *testing.T, m refresh.Model) refresh.Model {
 	t.Helper()
-	for _, p := range []*time.Time{&m.CreatedAt, &m.RefreshAt, &m.DeadlineAt, &m.StartedAt, &m.FailingSince, &m.LastSuccessAt, &m.DisabledAt} {
+	for _, p := range []*time.Time{&m.CreatedAt, &m.RefreshAt, &m.DeadlineAt, &m.StartedAt, &m.FailingSince, &m.LastSuccessAt, &m.DisabledAt,
+		&m.LastChangedAt, &m.DebounceAt, &m.DebounceSince, &m.OverdueSince, &m.SnoozedSince} {
 		*p = p.UTC()
 	}
 	if m.LastError != nil {
@@ -172,7 +182,7 @@ func testClaimDue(t *testing.T, s refresh.Store) {
 		model("never", time.Time{}), pausedIdle, pausedRunning, model("later", t0.Add(-30*time.Minute)),
 	)
 	var got []string
-	n, err := s.ClaimDue(ctx, t0, 3, func(due []refresh.Model) (refresh.Batch, error) {
+	n, err := s.ClaimDue(ctx, t0, 3, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 		var ch []refresh.Change
 		for _, m := range due {
 			got = append(got, m.ID)
@@ -186,7 +196,7 @@ func testClaimDue(t *testing.T, s refresh.Store) {
 	require.Equal(t, []string{"late", "later", "paused-running"}, got, "earliest refresh_at first")
 
 	got = nil
-	n, err = s.ClaimDue(ctx, t0, 3, func(due []refresh.Model) (refresh.Batch, error) {
+	n, err = s.ClaimDue(ctx, t0, 3, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 		for _, m := range due {
 			got = append(got, m.ID)
 		}
@@ -201,7 +211,7 @@ func testClaimDue(t *testing.T, s refresh.Store) {
 	require.True(t, m.RefreshAt.Equal(t0.Add(24*time.Hour)))
 
 	boom := errors.New("boom")
-	_, err = s.ClaimDue(ctx, t0, 10, func(due []refresh.Model) (refresh.Batch, error) {
+	_, err = s.ClaimDue(ctx, t0, 10, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 		m := due[0]
 		m.RefreshAt = time.Time{}
 		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, boom
@@ -226,7 +236,7 @@ func testClaimDueConcurrent(t *testing.T, s refresh.Store) {
 	for range workers {
 		wg.Go(func() {
 			for {
-				n, err := s.ClaimDue(ctx, t0, 7, func(due []refresh.Model) (refresh.Batch, error) {
+				n, err := s.ClaimDue(ctx, t0, 7, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 					var ch []refresh.Change
 					for _, m := range due {
 						mu.Lock()
