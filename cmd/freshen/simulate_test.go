@@ -62,7 +62,7 @@ func TestSimulateBadInput(t *testing.T) {
 	}{
 		{"not json", []string{"simulate"}, "{", "invalid spec"},
 		{"missing start", []string{"simulate"}, `{"until": "2026-03-02T00:00:00Z", "model": {"id": "m"}}`, "start: is required"},
-		{"bad outcome", []string{"simulate"}, `{"start": "2026-03-02T00:00:00Z", "until": "2026-03-03T00:00:00Z", "model": {"id": "m"}, "attempts": [{"outcome": "maybe"}]}`, `attempts[0].outcome: must be success, failure or timeout, got "maybe"`},
+		{"bad outcome", []string{"simulate"}, `{"start": "2026-03-02T00:00:00Z", "until": "2026-03-03T00:00:00Z", "model": {"id": "m"}, "attempts": [{"outcome": "maybe"}]}`, `attempts[0].outcome: must be success, failure, snooze or timeout, got "maybe"`},
 		{"bad policy", []string{"simulate"}, `{"start": "2026-03-02T00:00:00Z", "until": "2026-03-03T00:00:00Z", "model": {"id": "m", "policy": {"retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}}}`, "model.policy.retry.backoff.multiplier: must be >= 1, got 0.5"},
 		{"bad action", []string{"simulate"}, `{"start": "2026-03-02T00:00:00Z", "until": "2026-03-03T00:00:00Z", "model": {"id": "m"}, "actions": [{"at": "2026-03-02T01:00:00Z", "do": "explode"}]}`, `actions[0].do: must be trigger, enable, pause, resume or cancel, got "explode"`},
 		{"bad after", []string{"simulate"}, `{"start": "2026-03-02T00:00:00Z", "until": "2026-03-03T00:00:00Z", "model": {"id": "m"}, "attempts": [{"outcome": "success", "after": "-1m"}]}`, `attempts[0].after: must be a duration >= 0 like "2m" or "PT2M", got "-1m"`},
