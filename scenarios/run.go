@@ -161,7 +161,8 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 	if err != nil {
 		return nil, err
 	}
-	pub, err := refresh.NewPublisher(refresh.PublisherConfig{Store: store, Queue: q, Clock: clock, PropagateFunc: svc.Propagate})
+	prop := &refresh.Service{Store: &propagateStore{Store: store}, Clock: clock, Limits: lim}
+	pub, err := refresh.NewPublisher(refresh.PublisherConfig{Store: store, Queue: q, Clock: clock, PropagateFunc: prop.Propagate})
 	if err != nil {
 		return nil, err
 	}
@@ -398,6 +399,45 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		now = next
 	}
 	return timeline, nil
+}
+
+// propagateStore is the store Service.Propagate is given: the memory
+// store's Upstreams takes the store's lock, which Modify holds while its
+// function runs, and Propagate reads the upstreams from within Modify. It
+// answers Upstreams inside Modify from the views read just before, which
+// nothing can change meanwhile: the run is one goroutine.
+type propagateStore struct {
+	*memory.Store
+	inside map[string]refresh.Upstream // while Modify's function runs
+}
+
+func (p *propagateStore) Modify(ctx context.Context, ids []string, fn func([]refresh.Model) (refresh.Batch, error)) error {
+	all, err := p.Store.List(ctx, refresh.Filter{Limit: 1 << 30})
+	if err != nil {
+		return err
+	}
+	ups := make(map[string]refresh.Upstream, len(all))
+	for _, m := range all {
+		ups[m.ID] = refresh.UpstreamOf(m)
+	}
+	return p.Store.Modify(ctx, ids, func(found []refresh.Model) (refresh.Batch, error) {
+		p.inside = ups
+		defer func() { p.inside = nil }()
+		return fn(found)
+	})
+}
+
+func (p *propagateStore) Upstreams(ctx context.Context, ids []string) (map[string]refresh.Upstream, error) {
+	if p.inside == nil {
+		return p.Store.Upstreams(ctx, ids)
+	}
+	out := make(map[string]refresh.Upstream, len(ids))
+	for _, id := range ids {
+		if u, ok := p.inside[id]; ok {
+			out[id] = u
+		}
+	}
+	return out, nil
 }
 
 // triggeredBy reports whether events hold a trigger of model id caused by
