@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 
 // Entry is one line of a timeline: an event and the model's state after it.
 type Entry struct {
-	At         time.Time
+	At time.Time
+	// Model is the model of the entry in the multi-model form; "" with
+	// one model.
+	Model      string
 	Event      string
 	Kind       string
 	Decision   string
@@ -22,19 +26,39 @@ type Entry struct {
 	DeadlineAt time.Time
 	Disabled   bool
 
-	// The fields of the events of the extensions (docs/policy.md),
-	// zero when unused: as refresh.Event has them.
-	Cause          string
-	Upstream       string
-	Unchanged      bool
-	Until          time.Time
-	OverdueSince   time.Time
-	OverdueFor     time.Duration
-	State          string
-	Missed         int
+	// The details of the extensions (docs/policy.md), zero when
+	// unused.
+
+	// Cause is what asked for a trigger or debounce: upstream, or "" (an
+	// action).
+	Cause string
+	// Upstream is the upstream whose success caused a trigger, or whose
+	// success left the model waiting (event upstream).
+	Upstream string
+	// Unchanged marks a success whose data did not change.
+	Unchanged bool
+	// Until is the time a snooze asked for.
+	Until time.Time
+	// Missed is how many scheduled occurrences a skip passed over.
+	Missed int
+	// OverdueSince is the start of the freshness episode of a
+	// freshness_lost or freshness_restored; OverdueFor is the length of
+	// the episode a freshness_restored ends.
+	OverdueSince time.Time
+	OverdueFor   time.Duration
+	// State is the model's state when it became overdue (freshness_lost).
+	State string
+	// DebounceAt and WaitingForSlot are the model's debounce_at and
+	// waiting_for_slot after the entry.
 	DebounceAt     time.Time
 	WaitingForSlot bool
 }
+
+// EventUpstream is the event of a timeline entry (the simulator's own: no
+// lifecycle event is published) that shows a dependent an upstream's
+// success did not trigger because its upstream condition does not hold;
+// its Reason says what it waits for (refresh.UpstreamWaiting).
+const EventUpstream = "upstream"
 
 // DefaultMaxEntries is the number of timeline entries Run produces at most
 // unless told otherwise (WithMaxEntries). A spec that would produce more (a
@@ -78,13 +102,37 @@ func (e *EntriesError) Error() string {
 type arrival struct {
 	at      time.Time
 	outcome refresh.Outcome
+	// field names the behaviour that made it.
+	field string
 }
 
-// Run simulates spec with the real refresh.Service, Scheduler and Consumer
-// on an in-memory store and queue and a virtual clock, and returns the
-// timeline. At each instant it applies the actions, then the arriving
-// outcomes, then a scheduler pass (timeouts, then starts), and repeats
-// until nothing more is due at that instant; events at Until count.
+// simModel is a model of the run and how its attempts behave.
+type simModel struct {
+	SpecModel
+	started int // attempts started so far
+}
+
+// models returns the models of spec, each with its behaviours.
+func (s Spec) models() []*simModel {
+	if len(s.Models) == 0 {
+		m := s.Model
+		m.Attempts, m.Default = s.Attempts, s.Default
+		return []*simModel{{SpecModel: m}}
+	}
+	out := make([]*simModel, len(s.Models))
+	for i, m := range s.Models {
+		out[i] = &simModel{SpecModel: m}
+	}
+	return out
+}
+
+// Run simulates spec with the real refresh.Service, Scheduler, Consumer
+// and Publisher on an in-memory store and queue and a virtual clock, and
+// returns the timeline. At each instant it applies the actions, then the
+// arriving outcomes, then the upstream triggers their successes bring (the
+// Publisher's Service.Propagate), then a scheduler pass (timeouts, then
+// starts), and repeats until nothing more is due at that instant; events
+// at Until count.
 //
 // It stops with ctx's error as soon as ctx ends (it looks at every step),
 // and with an *EntriesError once the timeline would exceed the maximum
@@ -113,29 +161,47 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 	if err != nil {
 		return nil, err
 	}
-	pub, err := refresh.NewPublisher(refresh.PublisherConfig{Store: store, Queue: q, Clock: clock})
+	prop := &refresh.Service{Store: &propagateStore{Store: store}, Clock: clock, Limits: lim}
+	pub, err := refresh.NewPublisher(refresh.PublisherConfig{Store: store, Queue: q, Clock: clock, PropagateFunc: prop.Propagate})
 	if err != nil {
 		return nil, err
 	}
-	queue := spec.Model.Queue
-	if queue == "" {
-		queue = refresh.DefaultQueue
+	for _, l := range spec.Limits {
+		if _, err := store.PutLimit(ctx, l, false); err != nil {
+			return nil, err
+		}
 	}
-	model, _, err := svc.Put(ctx, refresh.PutRequest{ID: spec.Model.ID, Queue: queue, Payload: spec.Model.Payload, Policy: spec.Model.Policy, Trigger: spec.Model.Trigger})
-	if err != nil {
-		return nil, err
+	multi := len(spec.Models) > 0
+	models := spec.models()
+	byID := make(map[string]*simModel, len(models))
+	var queues []string
+	timeouts := make(map[string]time.Duration, len(models))
+	for _, sm := range models {
+		byID[sm.ID] = sm
+		if sm.Queue == "" {
+			sm.Queue = refresh.DefaultQueue
+		}
+		if !slices.Contains(queues, sm.Queue) {
+			queues = append(queues, sm.Queue)
+		}
 	}
-	timeout := time.Duration(model.Policy.Timeout)
 
 	var timeline []Entry
 	add := func(e Entry) error {
 		if len(timeline) >= o.maxEntries {
 			return &EntriesError{Limit: o.maxEntries, At: clock.Now()}
 		}
+		if !multi {
+			e.Model = ""
+		}
 		timeline = append(timeline, e)
 		return nil
 	}
+	// record publishes the events written so far, bringing the upstream
+	// triggers of their successes, and adds them to the timeline, each
+	// success followed by the dependents it left waiting.
 	record := func() error {
+		var events []refresh.Event
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -147,30 +213,70 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 			if res.Published == 0 {
 				break
 			}
+			events = append(events, q.Events()...)
 		}
-		for _, e := range q.Events() {
+		for _, e := range events {
 			if err := add(entry(e)); err != nil {
 				return err
 			}
 		}
+		for _, e := range events {
+			if e.Type != refresh.EventSuccess || e.Unchanged {
+				continue
+			}
+			for _, dep := range models {
+				if !slices.Contains(dep.Upstreams, e.ModelID) || triggeredBy(events, dep.ID, e.ModelID) {
+					continue
+				}
+				w, ok, err := upstreamWait(ctx, store, dep.ID, e)
+				if err != nil {
+					return err
+				}
+				if ok {
+					if err := add(w); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		return nil
+	}
+	for _, sm := range models {
+		model, _, err := svc.Put(ctx, refresh.PutRequest{ID: sm.ID, Queue: sm.Queue, Payload: sm.Payload, Policy: sm.Policy,
+			Upstreams: sm.Upstreams, UpstreamsMode: sm.UpstreamsMode, Trigger: sm.Trigger})
+		if err != nil {
+			return nil, err
+		}
+		timeouts[sm.ID] = time.Duration(model.Policy.Timeout)
 	}
 	if err := record(); err != nil {
 		return nil, err
 	}
 
-	started := 0 // attempts started so far
+	// behaviour returns how the next attempt of sm, started at start,
+	// behaves.
+	behaviour := func(sm *simModel, start time.Time) Behaviour {
+		i := sm.started
+		sm.started++
+		if !multi {
+			return spec.behaviour(i, start)
+		}
+		if i < len(sm.Attempts) {
+			return sm.Attempts[i]
+		}
+		return sm.Default
+	}
 	var pending []arrival
-	if st := spec.Model.State; st != nil {
+	if st := spec.Model.State; st != nil && !multi {
+		sm := models[0]
 		if err := seed(ctx, store, spec.Model); err != nil {
 			return nil, err
 		}
 		timeline = timeline[:0] // the model is not new: no create entry
 		if st.AttemptUID != "" {
-			b := spec.behaviour(0, st.StartedAt)
-			started++
-			job := refresh.Job{ModelID: spec.Model.ID, AttemptUID: st.AttemptUID, StartedAt: st.StartedAt}
-			if a, ok := deliver(job, b, timeout); ok {
+			b := behaviour(sm, st.StartedAt)
+			job := refresh.Job{ModelID: sm.ID, AttemptUID: st.AttemptUID, StartedAt: st.StartedAt}
+			if a, ok := deliver(job, b, timeouts[sm.ID]); ok {
 				if a.at.Before(spec.Start) {
 					a.at = spec.Start
 				}
@@ -184,9 +290,14 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 	work := func(now time.Time) (bool, error) {
 		did := false
 		for len(actions) > 0 && !actions[0].At.After(now) {
-			m, d, err := svc.Act(ctx, spec.Model.ID, actions[0].Do)
+			a := actions[0]
+			id := a.Model
+			if id == "" {
+				id = models[0].ID
+			}
+			m, d, err := svc.Act(ctx, id, a.Do)
 			if err != nil {
-				return false, fmt.Errorf("action %s at %s: %w", actions[0].Do, actions[0].At.Format(time.RFC3339), err)
+				return false, fmt.Errorf("action %s of %s at %s: %w", a.Do, id, a.At.Format(time.RFC3339), err)
 			}
 			actions = actions[1:]
 			did = true
@@ -200,14 +311,21 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 				}
 			}
 		}
-		sort.SliceStable(pending, func(i, j int) bool { return pending[i].at.Before(pending[j].at) })
+		// Outcomes arrive in time order, and at one instant by model id.
+		sort.SliceStable(pending, func(i, j int) bool {
+			if !pending[i].at.Equal(pending[j].at) {
+				return pending[i].at.Before(pending[j].at)
+			}
+			return pending[i].outcome.ModelID < pending[j].outcome.ModelID
+		})
 		n := 0
 		for n < len(pending) && !pending[n].at.After(now) {
-			o := pending[n].outcome
-			if rule := refresh.CheckOutcome(o, now); rule != "" {
-				return false, fmt.Errorf("the snooze of attempt %s, arriving at %s: %s", o.AttemptUID, now.Format(time.RFC3339), rule)
+			a := pending[n]
+			if a.outcome.Type == refresh.OutcomeSnooze && !a.outcome.Until.IsZero() && !a.outcome.Until.After(now) {
+				return false, fmt.Errorf("%s.until: must be after the outcome's arrival at %s, got %s (a worker's snooze that asks for a past time is dead-lettered)",
+					a.field, utc(now), utc(a.outcome.Until))
 			}
-			q.Deliver(o)
+			q.Deliver(a.outcome)
 			n++
 		}
 		if n > 0 {
@@ -229,13 +347,15 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 			return false, err
 		}
 		if res.Started+res.TimedOut > 0 || len(timeline) > before {
-			did = true // a debounce, a freshness_lost or a skip may make more due
+			did = true
 		}
-		for _, job := range q.Take(queue, 1<<30) {
-			b := spec.behaviour(started, job.StartedAt)
-			started++
-			if a, ok := deliver(job, b, timeout); ok {
-				pending = append(pending, a)
+		for _, queue := range queues {
+			for _, job := range q.Take(queue, 1<<30) {
+				sm := byID[job.ModelID]
+				b := behaviour(sm, job.StartedAt)
+				if a, ok := deliver(job, b, timeouts[sm.ID]); ok {
+					pending = append(pending, a)
+				}
 			}
 		}
 		return did, nil
@@ -281,6 +401,87 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 	return timeline, nil
 }
 
+// propagateStore is the store Service.Propagate is given: the memory
+// store's Upstreams takes the store's lock, which Modify holds while its
+// function runs, and Propagate reads the upstreams from within Modify. It
+// answers Upstreams inside Modify from the views read just before, which
+// nothing can change meanwhile: the run is one goroutine.
+type propagateStore struct {
+	*memory.Store
+	inside map[string]refresh.Upstream // while Modify's function runs
+}
+
+func (p *propagateStore) Modify(ctx context.Context, ids []string, fn func([]refresh.Model) (refresh.Batch, error)) error {
+	all, err := p.Store.List(ctx, refresh.Filter{Limit: 1 << 30})
+	if err != nil {
+		return err
+	}
+	ups := make(map[string]refresh.Upstream, len(all))
+	for _, m := range all {
+		ups[m.ID] = refresh.UpstreamOf(m)
+	}
+	return p.Store.Modify(ctx, ids, func(found []refresh.Model) (refresh.Batch, error) {
+		p.inside = ups
+		defer func() { p.inside = nil }()
+		return fn(found)
+	})
+}
+
+func (p *propagateStore) Upstreams(ctx context.Context, ids []string) (map[string]refresh.Upstream, error) {
+	if p.inside == nil {
+		return p.Store.Upstreams(ctx, ids)
+	}
+	out := make(map[string]refresh.Upstream, len(ids))
+	for _, id := range ids {
+		if u, ok := p.inside[id]; ok {
+			out[id] = u
+		}
+	}
+	return out, nil
+}
+
+// triggeredBy reports whether events hold a trigger of model id caused by
+// upstream's success.
+func triggeredBy(events []refresh.Event, id, upstream string) bool {
+	for _, e := range events {
+		if e.ModelID == id && e.Type == refresh.EventTrigger && e.Cause == refresh.CauseUpstream && e.Upstream == upstream {
+			return true
+		}
+	}
+	return false
+}
+
+// upstreamWait returns the entry that explains why success, an upstream's
+// success that changed the data, did not trigger its dependent id, if it
+// should be shown: the dependent's condition does not hold (an entry
+// EventUpstream whose reason says what it waits for), or it holds but the
+// dependent is disabled (an upstream trigger that changes nothing, listed
+// as no-op actions are). A dependent whose run already covers the change
+// gets none.
+func upstreamWait(ctx context.Context, store *memory.Store, id string, success refresh.Event) (Entry, bool, error) {
+	dep, err := store.Get(ctx, id)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	ups, err := store.Upstreams(ctx, dep.Upstreams)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	at := success.At
+	if !refresh.UpstreamsReady(dep, ups) {
+		e := entry(refresh.NewEvent(dep, refresh.Decision{Event: EventUpstream, Upstream: success.ModelID, AttemptNo: dep.AttemptNo}, at))
+		e.Upstream, e.Reason = success.ModelID, refresh.UpstreamWaiting(dep, ups)
+		return e, true, nil
+	}
+	after, d := refresh.UpstreamTrigger(dep, ups, success.ModelID, at)
+	if d.Event == "" || !d.Unchanged {
+		return Entry{}, false, nil
+	}
+	e := entry(refresh.NewEvent(after, d, at))
+	e.Reason = d.Why
+	return e, true, nil
+}
+
 // seed gives the model sm.State and sm.CreatedAt, as a write that
 // publishes nothing.
 func seed(ctx context.Context, store *memory.Store, sm SpecModel) error {
@@ -311,13 +512,13 @@ func deliver(job refresh.Job, b Behaviour, timeout time.Duration) (arrival, bool
 	case behaveSnooze:
 		o.Type, o.Until, o.For = refresh.OutcomeSnooze, b.Until, refresh.Duration(b.For)
 	}
-	return arrival{at: job.StartedAt.Add(b.After), outcome: o}, true
+	return arrival{at: job.StartedAt.Add(b.After), outcome: o, field: b.field}, true
 }
 
 func entry(e refresh.Event) Entry {
-	en := Entry{At: e.At.UTC(), Event: e.Type, AttemptNo: e.AttemptNo, RefreshAt: e.RefreshAt, DeadlineAt: e.DeadlineAt, Disabled: e.Disabled,
-		Cause: e.Cause, Upstream: e.Upstream, Unchanged: e.Unchanged, Until: e.Until, OverdueSince: e.OverdueSince,
-		OverdueFor: e.OverdueFor, State: e.State, Missed: e.Missed, DebounceAt: e.DebounceAt, WaitingForSlot: e.WaitingForSlot}
+	en := Entry{At: e.At.UTC(), Model: e.ModelID, Event: e.Type, AttemptNo: e.AttemptNo, RefreshAt: e.RefreshAt, DeadlineAt: e.DeadlineAt, Disabled: e.Disabled,
+		Cause: e.Cause, Upstream: e.Upstream, Unchanged: e.Unchanged, Until: e.Until, Missed: e.Missed,
+		OverdueSince: e.OverdueSince, OverdueFor: e.OverdueFor, State: e.State, DebounceAt: e.DebounceAt, WaitingForSlot: e.WaitingForSlot}
 	switch e.Type {
 	case refresh.EventFailure, refresh.EventTimeout:
 		en.Kind, en.Decision, en.Reason = e.Kind, e.Decision, e.Reason

@@ -19,13 +19,13 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden timelines")
 
 // specs returns the scenario files: every *.json beside this file that is
-// not a golden timeline.
+// not a golden timeline nor an invalid spec.
 func specs(t *testing.T) []string {
 	all, err := filepath.Glob("*.json")
 	require.NoError(t, err)
 	var out []string
 	for _, f := range all {
-		if !strings.HasSuffix(f, ".timeline.json") {
+		if !strings.HasSuffix(f, ".timeline.json") && !strings.HasSuffix(f, ".invalid.json") {
 			out = append(out, f)
 		}
 	}
@@ -55,6 +55,29 @@ func TestScenarios(t *testing.T) {
 			want, err := os.ReadFile(golden(file))
 			require.NoError(t, err, "no golden timeline; run go test ./scenarios -update and review it")
 			require.Equal(t, string(want), got.String())
+		})
+	}
+}
+
+// Each *.invalid.json beside this file is refused with the error of its
+// golden *.invalid.error file.
+func TestInvalidScenarios(t *testing.T) {
+	files, err := filepath.Glob("*.invalid.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(file, ".invalid.json"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			require.NoError(t, err)
+			_, err = scenarios.ParseSpec(data, refresh.DefaultLimits())
+			require.Error(t, err)
+			errFile := strings.TrimSuffix(file, ".json") + ".error"
+			if *update {
+				require.NoError(t, os.WriteFile(errFile, []byte(err.Error()+"\n"), 0o644))
+			}
+			want, rerr := os.ReadFile(errFile)
+			require.NoError(t, rerr, "no golden error; run go test ./scenarios -update and review it")
+			require.Equal(t, string(want), err.Error()+"\n")
 		})
 	}
 }

@@ -1,6 +1,7 @@
-// Package scenarios runs one model through the real scheduler and outcome
-// loops on a virtual clock, as `freshen simulate` does (docs/simulate.md
-// ), and holds the scenario files whose timelines are checked in.
+// Package scenarios runs one model, or several that name each other as
+// upstreams, through the real scheduler, outcome and event loops on a
+// virtual clock, as `freshen simulate` does (docs/simulate.md),
+// and holds the scenario files whose timelines are checked in.
 package scenarios
 
 import (
@@ -14,14 +15,23 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// Spec is a simulation: one model, how its attempts behave, and actions.
+// Spec is a simulation: one model, how its attempts behave, and actions;
+// or, in the multi-model form, several models, each with its own
+// attempts.
 type Spec struct {
 	Start    time.Time
 	Until    time.Time
 	Model    SpecModel
 	Attempts []Behaviour
 	Default  Behaviour
-	Actions  []Action
+	// Models, if not empty, is the multi-model form (docs/policy.md):
+	// the models in the order they are created, each with its own Attempts
+	// and Default; Model, Attempts and Default are then unused, and every
+	// action names its model. Timeline entries then carry their model.
+	Models []SpecModel
+	// Limits are concurrency limits in force from Start.
+	Limits  []refresh.Limit
+	Actions []Action
 	// Replay, if set, decides how attempts behave instead of Attempts:
 	// by their start time, as a recorded history did (Default when it has
 	// no attempt of known outcome). The JSON spec has no such field.
@@ -45,6 +55,13 @@ type SpecModel struct {
 	// model ahead set it; the JSON spec has no such field.
 	State     *refresh.State
 	CreatedAt time.Time
+	// Upstreams and UpstreamsMode are the model's upstreams (docs/policy.md).
+	Upstreams     []string
+	UpstreamsMode string
+	// Attempts and Default are how the model's attempts behave, in the
+	// multi-model form (Spec.Models) only.
+	Attempts []Behaviour
+	Default  Behaviour
 }
 
 // Behaviour is what one attempt does: its outcome and when it arrives.
@@ -56,43 +73,74 @@ type Behaviour struct {
 	Message     string
 	Retryable   *bool
 	UserMessage string
-	// Until or For is the time a snooze asks for (one of the two).
-	Until time.Time
-	For   time.Duration
 	// Unchanged marks a success whose data did not change.
 	Unchanged bool
+	// Until and For are a snooze's time to try again (one of the two): an
+	// instant, or a duration from the outcome's arrival.
+	Until time.Time
+	For   time.Duration
+	// field names the behaviour in the spec (e.g. "models[1].attempts[0]")
+	// for errors found while running.
+	field string
 }
 
-// Action is a user action at a time.
+// Action is a user action at a time, on the spec's model or, in the
+// multi-model form, on Model.
 type Action struct {
-	At time.Time
-	Do string
+	At    time.Time
+	Do    string
+	Model string
 }
 
 // Outcomes a simulated attempt can have.
 const (
 	behaveSuccess = "success"
 	behaveFailure = "failure"
-	behaveTimeout = "timeout"
 	behaveSnooze  = "snooze"
+	behaveTimeout = "timeout"
 )
+
+// Title names the simulation: its model's id, or the ids of its models.
+func (s Spec) Title() string {
+	if len(s.Models) == 0 {
+		return s.Model.ID
+	}
+	ids := make([]string, len(s.Models))
+	for i, m := range s.Models {
+		ids[i] = m.ID
+	}
+	return strings.Join(ids, ", ")
+}
 
 // the wire shapes, decoded strictly.
 type specJSON struct {
 	Start    string          `json:"start"`
 	Until    string          `json:"until"`
 	Model    *modelJSON      `json:"model"`
+	Models   []modelJSON     `json:"models"`
+	Limits   []limitJSON     `json:"limits"`
 	Attempts []behaviourJSON `json:"attempts"`
 	Default  *behaviourJSON  `json:"default"`
 	Actions  []actionJSON    `json:"actions"`
 }
 
 type modelJSON struct {
-	ID      string          `json:"id"`
-	Trigger bool            `json:"trigger"`
-	Queue   string          `json:"queue"`
-	Payload json.RawMessage `json:"payload"`
-	Policy  json.RawMessage `json:"policy"`
+	ID            string          `json:"id"`
+	Trigger       bool            `json:"trigger"`
+	Queue         string          `json:"queue"`
+	Payload       json.RawMessage `json:"payload"`
+	Policy        json.RawMessage `json:"policy"`
+	Upstreams     []string        `json:"upstreams"`
+	UpstreamsMode string          `json:"upstreams_mode"`
+	// Attempts and Default go with the multi-model form only.
+	Attempts []behaviourJSON `json:"attempts"`
+	Default  *behaviourJSON  `json:"default"`
+}
+
+type limitJSON struct {
+	Kind       string `json:"kind"`
+	Key        string `json:"key"`
+	MaxRunning *int   `json:"max_running"`
 }
 
 type behaviourJSON struct {
@@ -102,14 +150,15 @@ type behaviourJSON struct {
 	Message     string `json:"message"`
 	Retryable   *bool  `json:"retryable"`
 	UserMessage string `json:"user_message"`
+	Unchanged   bool   `json:"unchanged"`
 	Until       string `json:"until"`
 	For         string `json:"for"`
-	Unchanged   bool   `json:"unchanged"`
 }
 
 type actionJSON struct {
-	At string `json:"at"`
-	Do string `json:"do"`
+	At    string `json:"at"`
+	Do    string `json:"do"`
+	Model string `json:"model"`
 }
 
 // ParseSpec reads a spec. Every broken rule is reported in a
@@ -146,31 +195,50 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 	if !spec.Start.IsZero() && spec.Until.Sub(spec.Start) > 366*24*time.Hour {
 		bad("until", "must be at most one year after start")
 	}
-	if raw.Model == nil {
-		bad("model", "is required")
-	} else {
-		spec.Model = SpecModel{ID: raw.Model.ID, Trigger: raw.Model.Trigger, Queue: raw.Model.Queue, Payload: raw.Model.Payload, Policy: raw.Model.Policy}
-		if raw.Model.ID == "" {
-			bad("model.id", "is required")
+	model := func(field string, m modelJSON) SpecModel {
+		sm := SpecModel{ID: m.ID, Trigger: m.Trigger, Queue: m.Queue, Payload: m.Payload, Policy: m.Policy,
+			Upstreams: m.Upstreams, UpstreamsMode: m.UpstreamsMode}
+		if m.ID == "" {
+			bad(field+".id", "is required")
+		} else if !refresh.ValidID(m.ID) {
+			bad(field+".id", "%s, got %q", refresh.IDRule, m.ID)
 		}
-		if len(spec.Model.Policy) == 0 {
-			spec.Model.Policy = json.RawMessage("{}")
+		if m.Queue != "" && !refresh.ValidQueue(m.Queue) {
+			bad(field+".queue", "%s, got %q", refresh.QueueRule, m.Queue)
 		}
-		if _, err := refresh.ParsePolicy(spec.Model.Policy, lim); err != nil {
+		if len(sm.Policy) == 0 {
+			sm.Policy = json.RawMessage("{}")
+		}
+		if _, err := refresh.ParsePolicy(sm.Policy, lim); err != nil {
 			var v *refresh.ValidationError
 			if !errors.As(err, &v) {
-				return Spec{}, err
-			}
-			for _, f := range v.Fields {
-				bad("model.policy."+f.Field, "%s", f.Rule)
+				bad(field+".policy", "%s", err)
+			} else {
+				for _, f := range v.Fields {
+					bad(field+".policy."+f.Field, "%s", f.Rule)
+				}
 			}
 		}
+		if err := refresh.CheckUpstreams(m.ID, m.Upstreams, m.UpstreamsMode, 0); err != nil {
+			var v *refresh.ValidationError
+			if !errors.As(err, &v) {
+				bad(field+".upstreams", "%s", err)
+			} else {
+				for _, f := range v.Fields {
+					bad(field+"."+f.Field, "%s", f.Rule)
+				}
+			}
+		}
+		return sm
 	}
 	behaviour := func(field string, b behaviourJSON) Behaviour {
-		out := Behaviour{Outcome: b.Outcome, Kind: b.Kind, Message: b.Message, Retryable: b.Retryable, UserMessage: b.UserMessage, Unchanged: b.Unchanged}
+		out := Behaviour{Outcome: b.Outcome, Kind: b.Kind, Message: b.Message, Retryable: b.Retryable, UserMessage: b.UserMessage,
+			Unchanged: b.Unchanged, field: field}
+		failureFields := b.Kind != "" || b.Message != "" || b.Retryable != nil || b.UserMessage != ""
+		snoozeFields := b.Until != "" || b.For != ""
 		switch b.Outcome {
 		case behaveSuccess, behaveTimeout, behaveSnooze:
-			if b.Kind != "" || b.Message != "" || b.Retryable != nil || b.UserMessage != "" {
+			if failureFields {
 				bad(field, "kind, message, retryable and user_message go with outcome failure only")
 			}
 		case behaveFailure:
@@ -183,23 +251,27 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 		if b.Unchanged && b.Outcome != behaveSuccess {
 			bad(field+".unchanged", "goes with outcome success only")
 		}
-		if (b.Until != "" || b.For != "") && b.Outcome != behaveSnooze {
+		if b.Outcome != behaveSnooze && snoozeFields {
 			bad(field, "until and for go with outcome snooze only")
 		}
 		if b.Outcome == behaveSnooze {
 			switch {
+			case b.Until == "" && b.For == "":
+				bad(field+".until", "a snooze needs until (RFC 3339 time) or for (duration)")
 			case b.Until != "" && b.For != "":
 				bad(field+".until", "a snooze sets until or for, not both")
 			case b.Until != "":
-				out.Until = instant(field+".until", b.Until)
-			case b.For != "":
+				t, err := time.Parse(time.RFC3339, b.Until)
+				if err != nil {
+					bad(field+".until", "must be an RFC 3339 time, got %q", b.Until)
+				}
+				out.Until = t.UTC()
+			default:
 				d, err := refresh.ParseDuration(b.For)
 				if err != nil || d <= 0 {
-					bad(field+".for", "must be a duration > 0 like \"15m\" or \"PT15M\", got %q", b.For)
+					bad(field+".for", "must be a duration > 0 like \"30m\" or \"PT30M\", got %q", b.For)
 				}
 				out.For = time.Duration(d)
-			default:
-				bad(field+".until", "a snooze needs until or for")
 			}
 		}
 		if b.After != "" {
@@ -211,12 +283,87 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 		}
 		return out
 	}
-	for i, b := range raw.Attempts {
-		spec.Attempts = append(spec.Attempts, behaviour(fmt.Sprintf("attempts[%d]", i), b))
+	behaviours := func(field string, list []behaviourJSON, def *behaviourJSON) ([]Behaviour, Behaviour) {
+		var out []Behaviour
+		for i, b := range list {
+			out = append(out, behaviour(fmt.Sprintf("%sattempts[%d]", field, i), b))
+		}
+		d := Behaviour{Outcome: behaveSuccess, field: field + "default"}
+		if def != nil {
+			d = behaviour(field+"default", *def)
+		}
+		return out, d
 	}
-	spec.Default = Behaviour{Outcome: behaveSuccess}
-	if raw.Default != nil {
-		spec.Default = behaviour("default", *raw.Default)
+	ids := map[string]int{} // model id -> index in the spec
+	switch {
+	case raw.Model != nil && raw.Models != nil:
+		bad("models", "goes without model (one model, or several)")
+	case raw.Model != nil:
+		if len(raw.Model.Attempts) > 0 || raw.Model.Default != nil {
+			bad("model", "attempts and default go beside model, not in it")
+		}
+		spec.Model = model("model", *raw.Model)
+		spec.Attempts, spec.Default = behaviours("", raw.Attempts, raw.Default)
+		ids[spec.Model.ID] = 0
+	case raw.Models != nil:
+		if len(raw.Attempts) > 0 || raw.Default != nil {
+			bad("attempts", "with models, each model has its own attempts and default")
+		}
+		if len(raw.Models) == 0 {
+			bad("models", "must name at least one model")
+		}
+		graph := map[string][]string{}
+		for i, m := range raw.Models {
+			field := fmt.Sprintf("models[%d]", i)
+			sm := model(field, m)
+			sm.Attempts, sm.Default = behaviours(field+".", m.Attempts, m.Default)
+			if j, dup := ids[m.ID]; dup && m.ID != "" {
+				bad(field+".id", "repeats models[%d].id %q", j, m.ID)
+			} else {
+				ids[m.ID] = i
+			}
+			spec.Models = append(spec.Models, sm)
+			graph[m.ID] = m.Upstreams
+		}
+		// A cycle is named once, at the first model that closes it.
+		for i, m := range spec.Models {
+			if err := refresh.CheckUpstreamCycle(m.ID, m.Upstreams, graph); err != nil {
+				var v *refresh.ValidationError
+				if errors.As(err, &v) && len(v.Fields) > 0 {
+					bad(fmt.Sprintf("models[%d].%s", i, v.Fields[0].Field), "%s", v.Fields[0].Rule)
+				} else {
+					bad(fmt.Sprintf("models[%d].upstreams", i), "%s", err)
+				}
+				break
+			}
+		}
+	default:
+		bad("model", "is required (or models, for several)")
+	}
+	for i, l := range raw.Limits {
+		field := fmt.Sprintf("limits[%d]", i)
+		lm := refresh.Limit{Kind: l.Kind, Key: l.Key}
+		if l.MaxRunning == nil {
+			bad(field+".max_running", "is required (an integer >= 0)")
+		} else {
+			lm.MaxRunning = *l.MaxRunning
+		}
+		if err := refresh.CheckLimit(lm); err != nil {
+			var v *refresh.ValidationError
+			if errors.As(err, &v) {
+				for _, f := range v.Fields {
+					bad(field+"."+f.Field, "%s", f.Rule)
+				}
+			} else {
+				bad(field, "%s", err)
+			}
+		}
+		for j, o := range spec.Limits {
+			if o.Kind == lm.Kind && o.Key == lm.Key {
+				bad(field, "repeats limits[%d] (%s %q)", j, lm.Kind, lm.Key)
+			}
+		}
+		spec.Limits = append(spec.Limits, lm)
 	}
 	for i, a := range raw.Actions {
 		field := fmt.Sprintf("actions[%d]", i)
@@ -226,13 +373,24 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 		default:
 			bad(field+".do", "must be trigger, enable, pause, resume or cancel, got %q", a.Do)
 		}
+		switch {
+		case raw.Models != nil && a.Model == "":
+			bad(field+".model", "is required with models (the id of one of them)")
+		case a.Model == "":
+		case raw.Models != nil:
+			if _, ok := ids[a.Model]; !ok {
+				bad(field+".model", "must be the id of one of the models, got %q", a.Model)
+			}
+		case raw.Model != nil && a.Model != raw.Model.ID:
+			bad(field+".model", "must be the model's id %q or left out, got %q", raw.Model.ID, a.Model)
+		}
 		if !at.IsZero() && (at.Before(spec.Start) || at.After(spec.Until)) {
 			bad(field+".at", "must be between start and until")
 		}
 		if i > 0 && !at.IsZero() && at.Before(spec.Actions[i-1].At) {
 			bad(field+".at", "actions must be in time order")
 		}
-		spec.Actions = append(spec.Actions, Action{At: at, Do: a.Do})
+		spec.Actions = append(spec.Actions, Action{At: at, Do: a.Do, Model: a.Model})
 	}
 	if len(errs) > 0 {
 		return Spec{}, &refresh.ValidationError{Fields: errs}

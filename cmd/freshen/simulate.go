@@ -16,7 +16,8 @@ const simulateUsage = `usage: freshen simulate [-f spec.json] [--format json|tab
        freshen simulate --model ID --policy FILE [--since P30D] [--until TIME] [--format ...]
                         [--server URL] [--token TOKEN]
 
-Runs one model through the real scheduler loop on a virtual clock and prints its timeline.
+Runs one model (or several, with upstreams) through the real scheduler loop on a virtual
+clock and prints its timeline.
 With --model, replays the model's recorded attempts of the period (read from the API)
 under the policy of FILE, beside what really happened.`
 
@@ -91,7 +92,7 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	case "table":
 		err = scenarios.WriteTable(stdout, timeline)
 	case "mermaid":
-		err = scenarios.WriteMermaid(stdout, spec.Model.ID, timeline)
+		err = scenarios.WriteMermaid(stdout, spec.Title(), timeline)
 	default:
 		err = scenarios.WriteJSON(stdout, timeline)
 	}

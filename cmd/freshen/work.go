@@ -65,9 +65,12 @@ What it reports:
   kind, message, retryable and user_message go with a failure, said by outcome
   or by the exit status. A line with a wrong type, an unknown outcome or
   failure fields on a success makes the job a failure of kind bad_output that
-  names the field. Until the scheduler knows them, unchanged is posted as a
-  plain success, and snooze (with "until", RFC 3339, or "for", a duration) as a
-  failure of kind bad_output.
+  names the field. "unchanged" is posted as a success whose data did not
+  change ({"outcome": "success", "unchanged": true}: no dependent is
+  triggered); "snooze" says the input is not ready and takes "until" (RFC 3339,
+  in the future) or "for" (a duration > 0, e.g. "10m"): the attempt ends
+  without a failure and the model is tried again then (see the policy's
+  max_snooze).
   Lines are read up to 64 KiB; the rest of a longer one is skipped, and a
   longer line that starts with { fails the job with bad_output unless a JSON
   line follows it. stderr, and the stdout lines that are not JSON objects, go
@@ -500,13 +503,19 @@ func (r *commandRunner) run(ctx context.Context, job refresh.Job, status func(co
 	e.exitKind, e.exitText = exitOf(p.cmd.ProcessState)
 	res := e.outcome(time.Now())
 	attrs := []any{"exit", e.exitText, "took", time.Since(started).Round(time.Millisecond)}
-	if res != nil {
+	var result *queue.Result
+	switch {
+	case errors.As(res, &result) && result.Snooze:
+		attrs = append(attrs, "outcome", "snooze", "message", res.Error())
+	case result != nil:
+		attrs = append(attrs, "outcome", "success", "unchanged", true)
+	case res != nil:
 		var je *queue.JobError
 		if errors.As(res, &je) {
 			attrs = append(attrs, "kind", je.Kind)
 		}
 		attrs = append(attrs, "outcome", "failure", "message", res.Error())
-	} else {
+	default:
 		attrs = append(attrs, "outcome", "success")
 	}
 	if n := out.dropped; n > 0 {
@@ -853,7 +862,9 @@ type ended struct {
 }
 
 // outcome returns what the worker reports for the command at now: nil for
-// a success, else a failure built with queue.Fail.
+// a success, a *queue.Result for an unchanged success (queue.Unchanged) or
+// a snooze (queue.Snooze, queue.SnoozeUntil), else a failure built with
+// queue.Fail.
 func (e ended) outcome(now time.Time) error {
 	if e.unreadable {
 		return e.badOutput(fmt.Sprintf("a line that starts with { is longer than %d bytes and cannot be read", workMaxLine))
@@ -892,12 +903,12 @@ func (e ended) outcome(now time.Time) error {
 	case "success":
 		return nil
 	case "unchanged":
-		// The scheduler has no unchanged success yet: this is a success in
-		// every rule it knows.
-		return nil
+		return queue.Unchanged()
 	case "snooze":
-		// The scheduler has no snooze yet, and would dead-letter it.
-		return e.badOutput(`outcome: snooze is not supported yet by the scheduler; reported as a failure`)
+		if !r.untilTime.IsZero() {
+			return queue.SnoozeUntil(r.untilTime)
+		}
+		return queue.Snooze(r.forDuration)
 	}
 	kind, message := e.exitKind, e.exitMessage()
 	if kind == "" {
@@ -950,7 +961,10 @@ type resultLine struct {
 	retryable   *bool
 	userMessage *string
 	until       *string
-	forDuration *string
+	forText     *string
+	// untilTime and forDuration are a snooze's until or for, parsed.
+	untilTime   time.Time
+	forDuration time.Duration
 }
 
 // failureField returns the name of the first member given that only goes
@@ -975,7 +989,7 @@ func (r resultLine) snoozeField() string {
 	switch {
 	case r.until != nil:
 		return "until"
-	case r.forDuration != nil:
+	case r.forText != nil:
 		return "for"
 	}
 	return ""
@@ -1043,16 +1057,16 @@ func parseResult(line []byte, now time.Time) (resultLine, error) {
 	if r.until, err = str("until"); err != nil {
 		return r, err
 	}
-	if r.forDuration, err = str("for"); err != nil {
+	if r.forText, err = str("for"); err != nil {
 		return r, err
 	}
 	if r.outcome != "snooze" {
 		return r, nil
 	}
 	switch {
-	case r.until == nil && r.forDuration == nil:
+	case r.until == nil && r.forText == nil:
 		return r, errors.New("until or for: a snooze needs one of them")
-	case r.until != nil && r.forDuration != nil:
+	case r.until != nil && r.forText != nil:
 		return r, errors.New("until and for: give only one of them")
 	case r.until != nil:
 		t, err := time.Parse(time.RFC3339Nano, *r.until)
@@ -1062,14 +1076,16 @@ func parseResult(line []byte, now time.Time) (resultLine, error) {
 		if !t.After(now) {
 			return r, fmt.Errorf("until: must be in the future, got %s", *r.until)
 		}
+		r.untilTime = t
 	default:
-		d, err := refresh.ParseDuration(*r.forDuration)
+		d, err := refresh.ParseDuration(*r.forText)
 		if err != nil {
 			return r, fmt.Errorf("for: %v", err)
 		}
 		if d <= 0 {
-			return r, fmt.Errorf("for: must be > 0, got %q", *r.forDuration)
+			return r, fmt.Errorf("for: must be > 0, got %q", *r.forText)
 		}
+		r.forDuration = time.Duration(d)
 	}
 	return r, nil
 }

@@ -84,7 +84,9 @@ func TestWorkOutcome(t *testing.T) {
 	exit3 := ended{exitKind: "exit_3", exitText: "exit status 3", stderr: "no input\nbye"}
 	line := func(e ended, json string) ended { e.result = []byte(json); return e }
 	type want struct {
-		success   bool
+		success bool
+		// result is the snooze or unchanged success the worker posts.
+		result    *queue.Result
 		kind      string
 		message   string // the whole message, or with contains, a part
 		contains  bool
@@ -115,9 +117,16 @@ func TestWorkOutcome(t *testing.T) {
 		{"failure with exit status 0", line(exit0, `{"outcome": "failure"}`), want{kind: "error", message: "the command reported a failure"}},
 		{"failure with exit status 0 and stderr", line(ended{exitText: "exit status 0", stderr: "half done"}, `{"outcome": "failure", "kind": "partial"}`),
 			want{kind: "partial", message: "half done"}},
-		{"unchanged is a success for now", line(exit0, `{"outcome": "unchanged"}`), want{success: true}},
-		{"snooze is a failure for now", line(exit0, `{"outcome": "snooze", "for": "10m"}`), bad(`outcome: snooze is not supported yet by the scheduler; reported as a failure (exit status 0)`)},
-		{"snooze until", line(exit0, `{"outcome": "snooze", "until": "2026-03-02T07:00:00Z"}`), bad("outcome: snooze is not supported yet")},
+		{"unchanged", line(exit0, `{"outcome": "unchanged"}`), want{result: &queue.Result{Unchanged: true}}},
+		{"unchanged wins over the exit status", line(exit3, `{"outcome": "unchanged"}`), want{result: &queue.Result{Unchanged: true}}},
+		{"snooze for", line(exit0, `{"outcome": "snooze", "for": "10m"}`), want{result: &queue.Result{Snooze: true, For: 10 * time.Minute}}},
+		{"snooze for in ISO 8601", line(exit3, `{"outcome": "snooze", "for": "PT1H30M"}`), want{result: &queue.Result{Snooze: true, For: 90 * time.Minute}}},
+		{"snooze until", line(exit0, `{"outcome": "snooze", "until": "2026-03-02T07:00:00Z"}`),
+			want{result: &queue.Result{Snooze: true, Until: time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)}}},
+		{"snooze until in another zone", line(exit0, `{"outcome": "snooze", "until": "2026-03-02T08:00:00+01:00"}`),
+			want{result: &queue.Result{Snooze: true, Until: time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)}}},
+		{"unchanged with snooze fields", line(exit0, `{"outcome": "unchanged", "for": "1m"}`), bad(`for: only with outcome snooze, got outcome "unchanged"`)},
+		{"unchanged with failure fields", line(exit0, `{"outcome": "unchanged", "kind": "x"}`), bad(`kind: only with outcome failure, got outcome "unchanged"`)},
 		{"snooze needs a time", line(exit0, `{"outcome": "snooze"}`), bad("stdout: last JSON line: until or for: a snooze needs one of them")},
 		{"snooze with both", line(exit0, `{"outcome": "snooze", "until": "2026-03-02T07:00:00Z", "for": "1h"}`), bad("until and for: give only one of them")},
 		{"snooze until the past", line(exit0, `{"outcome": "snooze", "until": "2026-03-02T05:00:00Z"}`), bad("until: must be in the future, got 2026-03-02T05:00:00Z")},
@@ -144,6 +153,15 @@ func TestWorkOutcome(t *testing.T) {
 			err := tt.e.outcome(now)
 			if tt.want.success {
 				require.NoError(t, err)
+				return
+			}
+			if tt.want.result != nil {
+				var r *queue.Result
+				require.ErrorAs(t, err, &r)
+				require.Equal(t, tt.want.result.Snooze, r.Snooze)
+				require.Equal(t, tt.want.result.Unchanged, r.Unchanged)
+				require.Equal(t, tt.want.result.For, r.For)
+				require.True(t, tt.want.result.Until.Equal(r.Until), "until: want %s, got %s", tt.want.result.Until, r.Until)
 				return
 			}
 			var je *queue.JobError
@@ -776,7 +794,7 @@ func TestE2EWorkRestart(t *testing.T) {
 }
 
 // TestE2EWork runs models through freshen serve and freshen work: a
-// success; an exit status, a JSON line with a customer message, each
+// success; an unchanged success and a snooze said by a JSON line; an exit status, a JSON line with a customer message, each
 // disabling the model with their message; a command that overruns its
 // deadline (killed with its child, the attempt timed out, the worker's late
 // failure stale); statuses shown while the command runs; and a cancel that
@@ -820,6 +838,10 @@ func TestE2EWork(t *testing.T) {
 		[]byte(`{"kind": "validation", "message": "row 3: no date", "retryable": false, "user_message": "`+userMessage+`"}`+"\n"), 0o644))
 	put("reject", "print", `, "code": "1"`, "")
 	put("slow", "sleep", "", `"timeout": "1s", "retry": {"delays": []}`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir("same"), "stdout"), []byte(`{"outcome": "unchanged"}`+"\n"), 0o644))
+	put("same", "print", `, "code": "0"`, "")
+	require.NoError(t, os.WriteFile(filepath.Join(dir("later"), "stdout"), []byte(`{"outcome": "snooze", "for": "1h"}`+"\n"), 0o644))
+	put("later", "print", `, "code": "0"`, "")
 	put("progress", "status", "", "")
 	put("stubborn", "stubborn", "", "")
 
@@ -834,6 +856,31 @@ func TestE2EWork(t *testing.T) {
 	require.Equal(t, map[string]any{"kind": "exit_3", "message": wantMsg}, map[string]any{
 		"kind": exit3["last_error"].(map[string]any)["kind"], "message": exit3["last_error"].(map[string]any)["message"]})
 	require.Equal(t, "Refresh disabled after 1 failed attempt(s): "+wantMsg, exit3["disabled_reason"])
+
+	// same reports an unchanged success, later a snooze: the scheduler
+	// gets them as they are.
+	event := func(typ, id string) map[string]any {
+		for _, ev := range streamEvents(t, e.rdb, e.key("events")) {
+			if ev[0] == typ && ev[1] == id {
+				var m map[string]any
+				require.NoError(t, json.Unmarshal([]byte(ev[2]), &m))
+				return m
+			}
+		}
+		return nil
+	}
+	var ev map[string]any
+	waitFor(t, 20*time.Second, "the success of same", func() bool { ev = event("succeeded", "same"); return ev != nil })
+	require.Equal(t, true, ev["unchanged"])
+	waitFor(t, 20*time.Second, "the snooze of later", func() bool { ev = event("snoozed", "later"); return ev != nil })
+	until, err := time.Parse(time.RFC3339Nano, ev["until"].(string))
+	require.NoError(t, err)
+	at, err := time.Parse(time.RFC3339Nano, ev["at"].(string))
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, until.Sub(at).Round(time.Second), "for 1h counts from the outcome's write")
+	later := get("later")
+	require.Nil(t, later["last_error"], "a snooze is not a failure")
+	require.Equal(t, false, later["disabled"])
 
 	var reject map[string]any
 	waitFor(t, 20*time.Second, "reject to be disabled", func() bool { reject = get("reject"); return reject["disabled"] == true })
@@ -864,17 +911,7 @@ func TestE2EWork(t *testing.T) {
 
 	// The worker's failures of slow and stubborn came too late: stale (slow's
 	// arrived at or after its deadline, or once the timeout was applied).
-	stale := func(id string) map[string]any {
-		for _, ev := range streamEvents(t, e.rdb, e.key("events")) {
-			if ev[0] == "stale" && ev[1] == id {
-				var m map[string]any
-				require.NoError(t, json.Unmarshal([]byte(ev[2]), &m))
-				return m
-			}
-		}
-		return nil
-	}
-	var ev map[string]any
+	stale := func(id string) map[string]any { return event("stale", id) }
 	waitFor(t, 10*time.Second, "the stale failure of slow", func() bool { ev = stale("slow"); return ev != nil })
 	require.Equal(t, "signal_TERM", ev["kind"])
 	require.Equal(t, "killed by signal SIGTERM (stopped at the job's deadline)", ev["message"])
