@@ -85,8 +85,8 @@ func CheckLimit(l Limit) error {
 	default:
 		errs.add("kind", "must be %q or %q, got %s", LimitQueue, LimitPrefix, quoteShort(l.Kind))
 	}
-	if l.MaxRunning < 0 {
-		errs.add("max_running", "must be >= 0, got %d", l.MaxRunning)
+	if l.MaxRunning < 1 {
+		errs.add("max_running", "must be >= 1 (to start none of the models, pause them), got %d", l.MaxRunning)
 	}
 	return errs.err()
 }
