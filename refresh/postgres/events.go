@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/json"
 	"errors"
+	"github.com/freshen-dev/freshen/internal/jsonenc"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -37,7 +38,7 @@ func appendEvents(b []byte, events []refresh.Event) ([]byte, error) {
 
 // appendEvent appends the JSON of e to b, as json.Marshal encodes it.
 func appendEvent(b []byte, e *refresh.Event) ([]byte, error) {
-	if !encodable(e.At) || !encodable(e.AttemptDeadlineAt) || !encodable(e.RefreshAt) || !encodable(e.DeadlineAt) || extended(e) {
+	if !jsonenc.Encodable(e.At) || !jsonenc.Encodable(e.AttemptDeadlineAt) || !jsonenc.Encodable(e.RefreshAt) || !jsonenc.Encodable(e.DeadlineAt) || extended(e) {
 		// json.Marshal refuses the time, with its own error, or encodes
 		// the fields of the extensions, which are rare.
 		raw, err := json.Marshal(e)
@@ -47,26 +48,26 @@ func appendEvent(b []byte, e *refresh.Event) ([]byte, error) {
 		return append(b, raw...), nil
 	}
 	b = append(b, `{"at":`...)
-	b = appendTime(b, e.At)
+	b = jsonenc.AppendTime(b, e.At)
 	b = append(b, `,"model_id":`...)
-	b = appendString(b, e.ModelID)
+	b = jsonenc.AppendString(b, e.ModelID)
 	b = append(b, `,"event":`...)
-	b = appendString(b, e.Type)
+	b = jsonenc.AppendString(b, e.Type)
 	if e.Decision != "" {
 		b = append(b, `,"decision":`...)
-		b = appendString(b, e.Decision)
+		b = jsonenc.AppendString(b, e.Decision)
 	}
 	if e.Kind != "" {
 		b = append(b, `,"kind":`...)
-		b = appendString(b, e.Kind)
+		b = jsonenc.AppendString(b, e.Kind)
 	}
 	if e.Message != "" {
 		b = append(b, `,"message":`...)
-		b = appendString(b, e.Message)
+		b = jsonenc.AppendString(b, e.Message)
 	}
 	if e.Reason != "" {
 		b = append(b, `,"reason":`...)
-		b = appendString(b, e.Reason)
+		b = jsonenc.AppendString(b, e.Reason)
 	}
 	if e.Delay != 0 {
 		b = append(b, `,"delay":`...)
@@ -76,19 +77,19 @@ func appendEvent(b []byte, e *refresh.Event) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(e.AttemptNo), 10)
 	if e.AttemptUID != "" {
 		b = append(b, `,"attempt_uid":`...)
-		b = appendString(b, e.AttemptUID)
+		b = jsonenc.AppendString(b, e.AttemptUID)
 	}
 	if !e.AttemptDeadlineAt.IsZero() {
 		b = append(b, `,"attempt_deadline_at":`...)
-		b = appendTime(b, e.AttemptDeadlineAt)
+		b = jsonenc.AppendTime(b, e.AttemptDeadlineAt)
 	}
 	if !e.RefreshAt.IsZero() {
 		b = append(b, `,"refresh_at":`...)
-		b = appendTime(b, e.RefreshAt)
+		b = jsonenc.AppendTime(b, e.RefreshAt)
 	}
 	if !e.DeadlineAt.IsZero() {
 		b = append(b, `,"deadline_at":`...)
-		b = appendTime(b, e.DeadlineAt)
+		b = jsonenc.AppendTime(b, e.DeadlineAt)
 	}
 	b = append(b, `,"disabled":`...)
 	b = strconv.AppendBool(b, e.Disabled)
@@ -100,76 +101,6 @@ func appendEvent(b []byte, e *refresh.Event) ([]byte, error) {
 func extended(e *refresh.Event) bool {
 	return e.Cause != "" || e.Upstream != "" || e.Unchanged || !e.Until.IsZero() || !e.OverdueSince.IsZero() ||
 		e.OverdueFor != 0 || e.State != "" || e.Missed != 0 || !e.DebounceAt.IsZero() || e.WaitingForSlot || e.Recovered
-}
-
-// encodable reports whether time.Time.MarshalJSON accepts t: its year is
-// within [0, 9999].
-func encodable(t time.Time) bool {
-	y := t.Year()
-	return y >= 0 && y <= 9999
-}
-
-// appendTime appends t as time.Time.MarshalJSON does.
-func appendTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaped as json.Marshal escapes
-// it: quotes, backslashes, control characters and <, > and & (HTML), U+2028
-// and U+2029; invalid UTF-8 becomes \ufffd.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // errUnexpected makes parseEvent leave an event to json.Unmarshal.
