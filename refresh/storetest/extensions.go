@@ -190,7 +190,7 @@ func testLimits(t *testing.T, s refresh.Store) {
 	_, err = s.PutLimit(ctx, refresh.Limit{Kind: "host", Key: "x", MaxRunning: -1}, false)
 	requireCode(t, refresh.EINVALID, err)
 	require.ErrorContains(t, err, "kind: must be")
-	require.ErrorContains(t, err, "max_running: must be >= 0, got -1")
+	require.ErrorContains(t, err, "max_running: must be >= 1 (to start none of the models, pause them), got -1")
 
 	require.NoError(t, s.DeleteLimit(ctx, p.Kind, p.Key))
 	requireCode(t, refresh.ENOTFOUND, s.DeleteLimit(ctx, p.Kind, p.Key))
