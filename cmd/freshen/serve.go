@@ -545,9 +545,21 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	var consumer *refresh.Consumer
+	// waiting is set while the last pass left models waiting for a
+	// concurrency slot: an outcome applied then frees a slot, and wakes the
+	// scheduler rather than letting it wait for its SlotPoll.
+	var waiting atomic.Bool
 	scheduler, err := refresh.NewScheduler(refresh.SchedulerConfig{
 		Store: store, Queue: m.queue, Clock: clock, BatchSize: c.BatchSize, Loops: c.ClaimLoops, MaxSleep: c.MaxSleep,
-		Logger: log, Metrics: metrics, TickedFunc: m.TickedFunc,
+		Logger: log, Metrics: metrics,
+		TickedFunc: func(res refresh.TickResult, err error) {
+			if err == nil {
+				waiting.Store(res.Waiting > 0)
+			}
+			if m.TickedFunc != nil {
+				m.TickedFunc(res, err)
+			}
+		},
 		EventsFunc: func() {
 			publisher.Wake()
 			consumer.Wake() // outcomes of the models the pass held
@@ -560,8 +572,8 @@ func (m *Main) Run(ctx context.Context) error {
 		Store: store, Outcomes: m.queue, Clock: clock, BatchSize: c.BatchSize,
 		Logger: log, Metrics: metrics, EventsFunc: publisher.Wake,
 		AppliedFunc: func(res refresh.ConsumeResult, err error) {
-			if res.Due > 0 {
-				scheduler.Wake() // a retry is due at once
+			if res.Due > 0 || res.Applied > 0 && waiting.Load() {
+				scheduler.Wake() // a retry is due at once, or a slot is free
 			}
 			if m.AppliedFunc != nil {
 				m.AppliedFunc(res, err)
