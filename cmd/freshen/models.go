@@ -594,6 +594,7 @@ func printModel(w io.Writer, m refreshhttp.ModelWithRuns) {
 	if m.StatusMessage != "" {
 		tw.row("status", string(m.StatusMessage))
 	}
+	printExtensions(tw, m, both)
 	if m.Running {
 		tw.row("attempt", fmt.Sprintf("%d, started %s, deadline %s", m.AttemptNo, both(m.StartedAt), both(m.DeadlineAt)))
 	} else if m.AttemptNo > 0 {
@@ -605,6 +606,9 @@ func printModel(w io.Writer, m refreshhttp.ModelWithRuns) {
 		tw.row("failures", "0")
 	}
 	tw.row("last success", both(m.LastSuccessAt))
+	if t := time.Time(m.LastChangedAt); !t.IsZero() && t.Before(time.Time(m.LastSuccessAt)) {
+		tw.row("last changed", both(m.LastChangedAt)+" (the successes since found the data unchanged)")
+	}
 	if e := m.LastError; e != nil {
 		tw.row("last error", fmt.Sprintf("%s: %s (%s)", e.Kind, e.Message, both(e.At)))
 	}
@@ -620,6 +624,10 @@ func printModel(w io.Writer, m refreshhttp.ModelWithRuns) {
 		tw.row(key, line)
 	}
 	tw.row("timezone", loc.String())
+	if m.SpreadOffset != nil {
+		tw.row("spread offset", fmt.Sprintf("%s (every scheduled run shifted by it; spread %s)",
+			time.Duration(*m.SpreadOffset), time.Duration(m.Policy.Spread)))
+	}
 	tw.row("timeout", time.Duration(m.Policy.Timeout).String())
 	tw.row("created", both(m.CreatedAt))
 	payload := "null"
@@ -650,9 +658,53 @@ func printModel(w io.Writer, m refreshhttp.ModelWithRuns) {
 	tw.flush()
 }
 
-// modelState names where a model stands, by precedence: disabled,
-// paused, running, retrying, due (its next run has come), scheduled, idle
-// (nothing planned).
+// printExtensions prints the rows of the extensions that apply to m (none
+// for a model that uses none): its upstreams with their status and what it
+// waits for, a wait for a concurrency slot, a broken or kept freshness
+// promise, an open debounce window, a snooze. both writes a time.
+func printExtensions(tw *table, m refreshhttp.ModelWithRuns, both func(refreshhttp.Time) string) {
+	for i, u := range m.UpstreamStatus {
+		key := ""
+		if i == 0 {
+			key = "upstreams"
+			if m.UpstreamsMode == refresh.UpstreamsAny && len(m.UpstreamStatus) > 1 {
+				key = "upstreams (any)"
+			}
+		}
+		status := u.Status
+		switch u.Status {
+		case refreshhttp.UpstreamDisabled:
+			status += ": " + string(u.DisabledReason)
+		case refreshhttp.UpstreamChanged:
+			status += " " + both(u.LastChangedAt)
+		case refreshhttp.UpstreamMissing:
+			status += " (no model has this id)"
+		}
+		tw.row(key, u.ID, status)
+	}
+	if m.WaitingFor != "" {
+		tw.row("waiting", string(m.WaitingFor))
+	}
+	if m.WaitingForSlot {
+		tw.row("waiting for slot", "yes (due, but a concurrency limit of its queue or id prefix is full)")
+	}
+	switch {
+	case !time.Time(m.OverdueSince).IsZero():
+		tw.row("overdue since", fmt.Sprintf("%s (older than its max_age of %s)", both(m.OverdueSince), time.Duration(m.Policy.MaxAge)))
+	case !time.Time(m.OverdueAt).IsZero():
+		tw.row("overdue at", both(m.OverdueAt)+" unless it succeeds before")
+	}
+	if !time.Time(m.DebounceAt).IsZero() {
+		tw.row("debounce at", both(m.DebounceAt)+" (the debounced triggers take effect)")
+	}
+	if !time.Time(m.SnoozedSince).IsZero() {
+		tw.row("snoozed since", both(m.SnoozedSince)+" (the worker said its input is not ready)")
+	}
+}
+
+// modelState names where a model stands, by the precedence of the API's
+// state: disabled, paused, running, snoozed, retrying, waiting for a slot,
+// due (its next run has come), scheduled, idle (nothing planned).
 func modelState(m refreshhttp.Model) string {
 	switch {
 	case m.Disabled:
@@ -663,11 +715,15 @@ func modelState(m refreshhttp.Model) string {
 		return "paused"
 	case m.Running:
 		return fmt.Sprintf("running (attempt %d)", m.AttemptNo)
+	case m.State == refresh.PhaseSnoozed:
+		return "snoozed"
 	case m.ConsecutiveFailures > 0 && !time.Time(m.RefreshAt).IsZero():
 		return fmt.Sprintf("retrying (%d failed)", m.ConsecutiveFailures)
+	case m.WaitingForSlot:
+		return "waiting for a slot"
 	case !time.Time(m.RefreshAt).IsZero() && !time.Time(m.RefreshAt).After(time.Now()):
 		return "due"
-	case !time.Time(m.RefreshAt).IsZero():
+	case !time.Time(m.RefreshAt).IsZero() || !time.Time(m.DebounceAt).IsZero():
 		return "scheduled"
 	}
 	return "idle"

@@ -502,3 +502,82 @@ func TestE2EDeadCLI(t *testing.T) {
 	require.Contains(t, errOut, "give dead-letter ids or --all")
 	p.stop()
 }
+
+// TestE2EModelsShowExtensions: show prints the state of the extensions
+// that apply: a model whose upstream is disabled says so in the customer's
+// words, a missing upstream shows as missing, an overdue model shows since
+// when; --json carries the API's fields; a model without extensions prints
+// none of them.
+func TestE2EModelsShowExtensions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := e.serve("show-test", "--tokens", testTokens)
+	scriptedWorker(t, e, "tables")
+	c, err := refreshhttp.NewClient(p.base, "admin", nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	put := func(id, body string) {
+		t.Helper()
+		_, _, err := c.Put(ctx, id, []byte(body))
+		require.NoError(t, err, id)
+	}
+	get := func(id string) refreshhttp.ModelWithRuns {
+		t.Helper()
+		m, err := c.Get(ctx, id)
+		require.NoError(t, err)
+		return m
+	}
+	put("broken-orders", `{"queue": "tables", "trigger": true}`)
+	waitFor(t, 30*time.Second, "broken-orders to be disabled", func() bool { return get("broken-orders").Disabled })
+	put("plain-1", `{"queue": "tables", "trigger": true}`)
+	waitFor(t, 30*time.Second, "plain-1 to succeed", func() bool { return !time.Time(get("plain-1").LastSuccessAt).IsZero() })
+	put("report-1", `{"queue": "reports", "upstreams": ["broken-orders", "plain-1", "ghost-1"]}`)
+	put("late-1", `{"queue": "reports", "policy": {"max_age": "1s"}}`)
+	waitFor(t, 30*time.Second, "late-1 to be overdue", func() bool { return !time.Time(get("late-1").OverdueSince).IsZero() })
+
+	// The upstreams, each with its status, and the sentence of the API.
+	code, out, errOut := cli(t, p, "reader", "", "models", "show", "report-1")
+	require.Equal(t, 0, code, errOut)
+	m := get("report-1")
+	require.NotEmpty(t, m.WaitingFor)
+	require.Regexp(t, `(?m)^waiting\s+`+regexp.QuoteMeta(string(m.WaitingFor))+`$`, out)
+	require.Contains(t, string(m.WaitingFor), "waiting for broken-orders, whose refresh is disabled: Row 3 of your file has no date.")
+	require.Regexp(t, `(?m)^upstreams\s+broken-orders\s+disabled: Row 3 of your file has no date\.$`, out)
+	require.Regexp(t, `(?m)^\s+plain-1\s+changed \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$`, out)
+	require.Regexp(t, `(?m)^\s+ghost-1\s+missing \(no model has this id\)$`, out)
+	require.Regexp(t, `(?m)^state\s+idle$`, out)
+	require.NotContains(t, out, "overdue")
+
+	// An overdue model says since when.
+	code, out, errOut = cli(t, p, "reader", "", "models", "show", "late-1")
+	require.Equal(t, 0, code, errOut)
+	late := get("late-1")
+	require.Regexp(t, `(?m)^overdue since\s+`+regexp.QuoteMeta(formatTime(late.OverdueSince, time.UTC))+` \(older than its max_age of 1s\)$`, out)
+	require.Equal(t, time.Time(late.CreatedAt).Add(time.Second).Truncate(time.Second), time.Time(late.OverdueSince).Truncate(time.Second),
+		"overdue max_age after its creation")
+	require.NotContains(t, out, "upstreams")
+
+	// A model without extensions prints none of their rows.
+	code, out, errOut = cli(t, p, "reader", "", "models", "show", "plain-1")
+	require.Equal(t, 0, code, errOut)
+	for _, key := range []string{"upstreams", "waiting", "overdue", "debounce", "snoozed", "spread", "last changed"} {
+		require.NotRegexp(t, `(?m)^`+key, out, key)
+	}
+
+	// --json is the API's answer, with the fields of the extensions.
+	code, out, errOut = cli(t, p, "reader", "", "models", "show", "report-1", "--json")
+	require.Equal(t, 0, code, errOut)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &raw))
+	for _, field := range []string{"upstreams", "upstreams_mode", "state", "waiting_for_slot", "overdue_since", "overdue_at",
+		"debounce_at", "snoozed_since", "last_changed_at", "upstream_status", "waiting_for"} {
+		require.Contains(t, raw, field)
+	}
+	var shown refreshhttp.ModelWithRuns
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	require.Equal(t, m.UpstreamStatus, shown.UpstreamStatus)
+	require.Equal(t, []string{"disabled", "changed", "missing"}, []string{shown.UpstreamStatus[0].Status,
+		shown.UpstreamStatus[1].Status, shown.UpstreamStatus[2].Status})
+	require.Equal(t, m.WaitingFor, shown.WaitingFor)
+	p.stop()
+}

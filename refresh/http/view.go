@@ -127,30 +127,49 @@ type ModelWithRuns struct {
 // withUpstreams returns v with the status of m's upstreams, ups being the
 // upstreams that exist.
 func withUpstreams(v ModelWithRuns, m refresh.Model, ups map[string]refresh.Upstream) ModelWithRuns {
+	sts, waiting := UpstreamStatuses(m, ups)
+	v.UpstreamStatus, v.WaitingFor = sts, nullString(waiting)
+	return v
+}
+
+// UpstreamStatuses returns the status of each of m's upstreams, in the
+// order m names them, and what m waits for (refresh.UpstreamWaiting, ""
+// when its condition holds); ups holds the upstreams that exist
+// (Store.Upstreams). A model without upstreams has none and waits for
+// nothing. The API and the dashboard show both.
+func UpstreamStatuses(m refresh.Model, ups map[string]refresh.Upstream) ([]UpstreamStatus, string) {
 	if len(m.Upstreams) == 0 {
-		return v
+		return nil, ""
 	}
-	v.UpstreamStatus = make([]UpstreamStatus, 0, len(m.Upstreams))
+	sts := make([]UpstreamStatus, 0, len(m.Upstreams))
 	for _, id := range m.Upstreams {
 		u, ok := ups[id]
 		st := UpstreamStatus{ID: id, LastChangedAt: Time(u.LastChangedAt)}
 		switch {
 		case !ok:
-			st.Status = "missing"
+			st.Status = UpstreamMissing
 		case !u.LastChangedAt.IsZero() && u.LastChangedAt.After(m.LastSuccessAt):
-			st.Status = "changed"
+			st.Status = UpstreamChanged
 		case u.Disabled:
-			st.Status, st.DisabledReason = "disabled", nullString(u.DisabledReason)
+			st.Status, st.DisabledReason = UpstreamDisabled, nullString(u.DisabledReason)
 		case u.Paused:
-			st.Status = "paused"
+			st.Status = UpstreamPaused
 		default:
-			st.Status = "waiting"
+			st.Status = UpstreamWaiting
 		}
-		v.UpstreamStatus = append(v.UpstreamStatus, st)
+		sts = append(sts, st)
 	}
-	v.WaitingFor = nullString(refresh.UpstreamWaiting(m, ups))
-	return v
+	return sts, refresh.UpstreamWaiting(m, ups)
 }
+
+// The statuses of an upstream (UpstreamStatus.Status).
+const (
+	UpstreamChanged  = "changed"
+	UpstreamWaiting  = "waiting"
+	UpstreamDisabled = "disabled"
+	UpstreamPaused   = "paused"
+	UpstreamMissing  = "missing"
+)
 
 // LastError is the JSON of a model's last error.
 type LastError struct {

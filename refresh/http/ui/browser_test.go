@@ -366,6 +366,49 @@ func TestBrowser(t *testing.T) {
 		screenshot(t, ctx, dir, "model-disabled")
 	})
 
+	t.Run("model waiting on a disabled upstream", func(t *testing.T) {
+		// daily-report waits for import-7, disabled with a message that
+		// holds HTML, and for ghost-1, which does not exist; with a
+		// freshness promise of a second, it is soon overdue.
+		ctx0 := context.Background()
+		_, _, err := s.admin.Put(ctx0, "daily-report", []byte(`{"queue": "reports", "upstreams": ["import-7", "ghost-1"],
+			"policy": {"schedule": "FREQ=DAILY;BYHOUR=7", "timezone": "Europe/Paris", "timeout": "10m", "max_age": "1s"}}`))
+		require.NoError(t, err)
+		var m refreshhttp.ModelWithRuns
+		waitUntil(t, 15*time.Second, "daily-report to be overdue", func() bool {
+			m, err = s.admin.Get(ctx0, "daily-report")
+			return err == nil && !time.Time(m.OverdueSince).IsZero()
+		})
+		require.NotEmpty(t, m.WaitingFor)
+
+		var waiting, overdue string
+		var rows [][]string
+		var pwned bool
+		step(t, ctx, "open the waiting model",
+			chromedp.Navigate(ui+"/models/daily-report"),
+			chromedp.WaitVisible(`.banner.waiting`, chromedp.ByQuery),
+			chromedp.Text(`.banner.waiting blockquote.reason`, &waiting, chromedp.ByQuery),
+			chromedp.Text(`.banner.overdue .banner-title`, &overdue, chromedp.ByQuery),
+			chromedp.Evaluate(`[...document.querySelectorAll("section.upstreams tbody tr")].map(r => [
+				r.cells[0].textContent.trim(), r.cells[1].textContent.trim(), r.cells[0].querySelector("a") ? r.cells[0].querySelector("a").pathname : ""])`, &rows),
+			chromedp.Evaluate(`window.pwned !== undefined || document.querySelector("main script, main img[src=x]") !== null`, &pwned))
+		require.Equal(t, string(m.WaitingFor), waiting, "the API's sentence, as text")
+		require.True(t, strings.HasPrefix(waiting, "waiting for import-7, whose refresh is disabled: Refresh disabled after 1 failed attempt(s): "+evil), waiting)
+		require.True(t, strings.HasSuffix(waiting, "; ghost-1, which does not exist"), waiting)
+		require.Equal(t, [][]string{{"import-7", "disabled", "/ui/models/import-7"}, {"ghost-1", "missing", ""}}, rows,
+			"each upstream with its status; a missing one has no link")
+		require.Contains(t, overdue, "Overdue since")
+		require.False(t, pwned, "nothing of the upstream's message ran or became an element")
+		screenshot(t, ctx, dir, "model-waiting")
+
+		var path string
+		step(t, ctx, "follow the upstream's link",
+			chromedp.Click(`section.upstreams a`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.banner.disabled`, chromedp.ByQuery),
+			chromedp.Evaluate(`location.pathname`, &path))
+		require.Equal(t, "/ui/models/import-7", path)
+	})
+
 	t.Run("replay form", func(t *testing.T) {
 		// import-7 was disabled by its first failure, a validation error.
 		// Replayed under a policy that retries every kind twice at once,

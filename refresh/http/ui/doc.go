@@ -9,7 +9,8 @@
 //	GET  /ui/                      overview: counts by state and queue, queue depths,
 //	                               models that need attention, recent events, dead letters
 //	GET  /ui/models                the models, with the API's filters, by id prefix, a page at a time
-//	GET  /ui/models/{id}           one model: state, disabled reason, next runs, attempts,
+//	GET  /ui/models/{id}           one model: state, disabled reason, what it waits for, its
+//	                               upstreams and their status, freshness, next runs, attempts,
 //	                               and its projected timeline
 //	POST /ui/models/{id}/{action}  trigger, enable, pause, resume or cancel
 //	GET  /ui/models/{id}/replay    the replay form: the model's last N days under a proposed policy

@@ -162,20 +162,28 @@ type state struct {
 	Why   string
 }
 
-// stateOf returns the state of m that matters most, by precedence:
-// disabled, paused, running, failing (a retry planned), scheduled,
-// on demand.
+// stateOf returns the state of m that matters most, by the precedence of
+// the API's state (refresh.Model.Phase): disabled, paused, running,
+// snoozed, failing (a retry planned), waiting for a slot, scheduled, on
+// demand.
 func stateOf(m refresh.Model) state {
-	switch {
-	case m.Disabled():
+	switch m.Phase() {
+	case refresh.PhaseDisabled:
 		return state{"disabled", "disabled", "A final failure disabled it; nothing runs until it is enabled or triggered."}
-	case m.Paused:
+	case refresh.PhasePaused:
 		return state{"paused", "paused", "No new attempt starts until it is resumed."}
-	case m.Running():
+	case refresh.PhaseRunning:
 		return state{"running", "running", fmt.Sprintf("Attempt %d is running.", m.AttemptNo)}
-	case m.ConsecutiveFailures > 0:
+	case refresh.PhaseSnoozed:
+		return state{"snoozed", "paused", "The worker said its input is not ready yet; it tries again later. Not a failure."}
+	case refresh.PhaseRetrying:
 		return state{"failing", "failing", fmt.Sprintf("%s in a row; the next attempt is planned.", plural(m.ConsecutiveFailures, "failure"))}
-	case !m.RefreshAt.IsZero():
+	case refresh.PhaseWaitingForSlot:
+		return state{"waiting for a slot", "running", "It is due, but a concurrency limit of its queue or id prefix is full; it starts when a slot frees."}
+	case refresh.PhaseScheduled:
+		if m.RefreshAt.IsZero() {
+			return state{"scheduled", "ok", "Idle; a debounced trigger is planned."}
+		}
 		return state{"scheduled", "ok", "Idle; the next run is planned."}
 	}
 	return state{"on demand", "idle", "Idle; it runs when triggered."}

@@ -47,6 +47,60 @@ type modelPage struct {
 	// Projections are the simulated futures of the model.
 	Projections []projection
 	PreviewURL  string
+
+	// Upstreams are the model's upstreams with their status, and
+	// WaitingFor the customer-facing sentence of what it waits for ("" when
+	// its condition holds or it has none).
+	Upstreams  []upstreamRow
+	WaitingFor string
+	// OverdueAt is when the freshness promise (max_age) breaks without a
+	// success, zero without one; Overdue reports whether it has.
+	OverdueAt time.Time
+	Overdue   bool
+	// SnoozeEnds is when a snoozing round gives up (snoozed_since +
+	// max_snooze).
+	SnoozeEnds time.Time
+	// SpreadOffset is the shift of the scheduled occurrences (policy
+	// spread), 0 without one.
+	SpreadOffset time.Duration
+}
+
+// upstreamRow is one upstream on a model's page.
+type upstreamRow struct {
+	ID string
+	// Status is changed, waiting, disabled, paused or missing; Class its
+	// colour and Note what it means.
+	Status        string
+	Class         string
+	Note          string
+	LastChangedAt time.Time
+}
+
+// Exists reports whether the upstream is a model (one with a page).
+func (u upstreamRow) Exists() bool { return u.Status != refreshhttp.UpstreamMissing }
+
+// upstreamRows returns the rows of m's upstreams and what m waits for,
+// from the statuses the API shows (ups: the upstreams that exist).
+func upstreamRows(m refresh.Model, ups map[string]refresh.Upstream) ([]upstreamRow, string) {
+	sts, waiting := refreshhttp.UpstreamStatuses(m, ups)
+	rows := make([]upstreamRow, 0, len(sts))
+	for _, st := range sts {
+		r := upstreamRow{ID: st.ID, Status: st.Status, LastChangedAt: time.Time(st.LastChangedAt)}
+		switch st.Status {
+		case refreshhttp.UpstreamChanged:
+			r.Class, r.Note = "ok", "Changed since this model's last success."
+		case refreshhttp.UpstreamWaiting:
+			r.Class, r.Note = "idle", "Not changed since this model's last success; waiting for it to refresh."
+		case refreshhttp.UpstreamDisabled:
+			r.Class, r.Note = "disabled", "Its refresh is disabled: "+string(st.DisabledReason)
+		case refreshhttp.UpstreamPaused:
+			r.Class, r.Note = "paused", "Its refresh is paused."
+		default:
+			r.Class, r.Note = "failing", "No model has this id."
+		}
+		rows = append(rows, r)
+	}
+	return rows, waiting
 }
 
 // nextRuns is how many planned runs a model's page lists.
@@ -75,7 +129,23 @@ func (h *Handler) handleModel(w http.ResponseWriter, r *http.Request, v *viewer)
 	for _, t := range refreshhttp.NextRuns(m, p.Now, nextRuns) {
 		p.NextRuns = append(p.NextRuns, time.Time(t))
 	}
+	if len(m.Upstreams) > 0 {
+		ups, err := h.svc.Store.Upstreams(ctx, m.Upstreams)
+		if err != nil {
+			h.failErr(w, r, v, err)
+			return
+		}
+		p.Upstreams, p.WaitingFor = upstreamRows(m, ups)
+	}
 	p.Projections = project(ctx, m, history, p.Now, h.svc.EffectiveLimits())
+	p.OverdueAt, _ = m.OverdueAt()
+	p.Overdue = m.Overdue(p.Now)
+	if !m.SnoozedSince.IsZero() {
+		p.SnoozeEnds = m.SnoozedSince.Add(m.Policy.SnoozeBound())
+	}
+	if m.Policy.Spread > 0 {
+		p.SpreadOffset = m.SpreadOffset()
+	}
 	h.render(w, http.StatusOK, "model", p)
 }
 

@@ -561,3 +561,84 @@ func TestPreviewSave(t *testing.T) {
 	contains(t, body, "m1 has changed since this preview was opened")
 	require.Equal(t, "FREQ=HOURLY", b.get(t, "m1").Policy.Schedule)
 }
+
+// modify changes model id in the store as a transition would.
+func (b *bundle) modify(t *testing.T, id string, change func(*refresh.Model)) {
+	t.Helper()
+	err := b.store.Modify(context.Background(), []string{id}, func(found []refresh.Model) (refresh.Batch, error) {
+		m := found[0]
+		change(&m)
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
+	})
+	require.NoError(t, err)
+}
+
+// TestModelExtensions: a model waiting on its upstreams says what for, in
+// the customer's words, lists each upstream with its status (a missing one
+// unlinked), and an overdue, snoozed or slot-waiting model says so.
+func TestModelExtensions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.put(t, "orders", `{"timeout": "10m"}`)
+	b.put(t, "prices", `{"timeout": "10m"}`)
+	script := `<script>alert("x")</script>`
+	b.disable(t, "orders", "validation", "bad row", "Row 3 of your file has no date. "+script)
+	b.modify(t, "prices", func(m *refresh.Model) {
+		m.LastSuccessAt, m.LastChangedAt = now.Add(-10*time.Minute), now.Add(-10*time.Minute)
+	})
+	_, _, err := b.svc.Put(ctx, refresh.PutRequest{ID: "report-1", Policy: []byte(`{"max_age": "1h"}`),
+		Upstreams: []string{"orders", "prices", "ghost-1"}})
+	require.NoError(t, err)
+	br := b.signedIn(t, readToken)
+
+	res, body := br.get("/ui/models/report-1")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	lacks(t, body, "<script>alert")
+	contains(t, body, `<div class="banner waiting" role="status">`)
+	contains(t, body, html.EscapeString(refresh.UpstreamWaiting(b.get(t, "report-1"), map[string]refresh.Upstream{
+		"orders": refresh.UpstreamOf(b.get(t, "orders")), "prices": refresh.UpstreamOf(b.get(t, "prices"))})),
+		"the sentence of the API")
+	contains(t, body, "waiting for orders, whose refresh is disabled: Row 3 of your file has no date. &lt;script&gt;")
+	contains(t, body, "; ghost-1, which does not exist")
+	upstreams := regexp.MustCompile(`(?s)<tr class="up-(\w+)">\s*<td class="id">(.*?)</td>`).FindAllStringSubmatch(body, -1)
+	require.Len(t, upstreams, 3, "a row per upstream")
+	require.Equal(t, []string{"disabled", `<a href="/ui/models/orders">orders</a>`}, upstreams[0][1:])
+	require.Equal(t, []string{"changed", `<a href="/ui/models/prices">prices</a>`}, upstreams[1][1:])
+	require.Equal(t, []string{"missing", `<span class="missing-id">ghost-1</span>`}, upstreams[2][1:], "a missing upstream has no page to link to")
+	contains(t, body, "Its refresh is disabled: Row 3 of your file has no date. &lt;script&gt;")
+	contains(t, body, "No model has this id.")
+	contains(t, body, "every one of these has changed since its last success (mode all)")
+	contains(t, body, "fresh until Mon 2 Mar 2026, 15:30 UTC")
+	lacks(t, body, "banner overdue")
+
+	// A model without upstreams shows none of it.
+	_, body = br.get("/ui/models/prices")
+	lacks(t, body, "banner waiting")
+	lacks(t, body, "Upstreams</h2>")
+	lacks(t, body, "Freshness")
+
+	// Overdue: an hour and a half after its creation, with no success.
+	b.clock.Advance(90 * time.Minute)
+	_, body = br.get("/ui/models/report-1")
+	contains(t, body, "Overdue since Mon 2 Mar 2026, 15:30 UTC")
+	contains(t, body, "it has not succeeded since it was created")
+	_, body = br.get("/ui/models")
+	row := func(id string) string {
+		return regexp.MustCompile(`(?s)<td><a href="/ui/models/` + id + `">` + id + `</a></td>.*?</tr>`).FindString(body)
+	}
+	require.Contains(t, row("report-1"), `title="Older than its freshness promise (max_age) allows">overdue</span>`)
+	require.NotEmpty(t, row("prices"))
+	require.NotContains(t, row("prices"), "overdue", "prices has no freshness promise")
+
+	// Snoozed and waiting for a slot.
+	b.modify(t, "prices", func(m *refresh.Model) { m.SnoozedSince, m.RefreshAt = now, now.Add(2*time.Hour) })
+	_, body = br.get("/ui/models/prices")
+	require.Regexp(t, `<span class="badge paused" title="[^"]*">snoozed</span>`, body)
+	contains(t, body, "<dt>Snoozed since</dt><dd>Mon 2 Mar 2026, 14:30 UTC")
+	contains(t, body, "at Tue 3 Mar 2026, 14:30 UTC a snooze becomes a failure", "24h, the default max_snooze")
+	b.modify(t, "prices", func(m *refresh.Model) { m.SnoozedSince, m.RefreshAt, m.WaitingForSlot = time.Time{}, now, true })
+	_, body = br.get("/ui/models/prices")
+	require.Regexp(t, `<span class="badge running" title="[^"]*">waiting for a slot</span>`, body)
+	contains(t, body, "<dt>Waiting for a slot</dt>")
+}
