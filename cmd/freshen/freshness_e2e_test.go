@@ -45,7 +45,11 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 	hooks, err := json.Marshal([]webhook.Endpoint{{Name: "pager", URL: srv.URL + "/hooks", Secret: webhookSecret,
 		Events: []string{refresh.EventFreshnessLost, refresh.EventFreshnessRestored, refresh.LifecycleDisabled}, Prefix: "fr-"}})
 	require.NoError(t, err)
-	flags := []string{"--webhooks", string(hooks), "--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms", "--webhook-timeout", "2s"}
+	// The scheduler sleeps up to a minute when nothing is due: it must
+	// wake at the overdue instant because it is planned, not because it
+	// polls.
+	flags := []string{"--max-sleep", "1m", "--webhooks", string(hooks),
+		"--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms", "--webhook-timeout", "2s"}
 	a := e.serve("a", flags...)
 
 	definition := func(v int) string {
@@ -66,7 +70,7 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 	require.Equal(t, refresh.EventFreshnessLost, lost.Type)
 	require.Equal(t, refresh.PhasePaused, lost.State, "the model was paused when it became overdue")
 	require.True(t, since.Equal(lost.OverdueSince), "overdue_since %s, want created_at + max_age = %s", lost.OverdueSince, since)
-	require.False(t, lost.At.Before(since), "freshness_lost published at %s, before the overdue instant %s", lost.At, since)
+	requireWokeAt(t, since, lost.At)
 	e.requireOpenEpisode(id, since, "freshness_lost")
 
 	// Resume and edit, on a: the episode stays open, no wake is planned.
@@ -81,9 +85,9 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 	// A trigger makes the scheduler tick the model: a freshness_lost it
 	// would repeat is published in that tick, before the start.
 	action(t, a, id, "trigger")
-	first := e.waitStarted(id, 1)
+	oneLost := [][2]string{{refresh.EventFreshnessLost, ts3339(since)}}
+	first := e.waitStarted(id, 1, oneLost)
 	e.requireOpenEpisode(id, since, "a start on a")
-	e.requireFreshnessEvents(id, [][2]string{{refresh.EventFreshnessLost, ts3339(since)}})
 
 	// A clean stop, and two new instances on the same database and Redis.
 	a.stop()
@@ -91,7 +95,7 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 	c := e.serve("c", flags...)
 	e.requireOpenEpisode(id, since, "the restart")
 	action(t, b, id, "trigger")
-	second := e.waitStarted(id, 2)
+	second := e.waitStarted(id, 2, oneLost)
 	require.NotEqual(t, first, second)
 	e.requireOpenEpisode(id, since, "a start that supersedes, on b")
 	// Failover: b dies, c goes on alone.
@@ -100,17 +104,22 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 	e.requireOpenEpisode(id, since, "a pause on c")
 	action(t, c, id, "resume")
 	e.requireOpenEpisode(id, since, "a resume on c")
-	e.requireFreshnessEvents(id, [][2]string{{refresh.EventFreshnessLost, ts3339(since)}})
+	e.requireFreshnessEvents(id, oneLost)
 
 	// The worker succeeds: the episode ends with one freshness_restored.
+	workerAt := time.Now()
 	e.startWorker("fr", 1)
 	waitFor(t, 30*time.Second, "the freshness_restored webhook", func() bool { return len(rcv.delivered(t, restoredKey)) > 0 })
+	seenAt := time.Now()
 	restored := rcv.delivered(t, restoredKey)[0]
 	require.True(t, since.Equal(restored.OverdueSince), "freshness_restored overdue_since %s, want %s", restored.OverdueSince, since)
 	succeeded := e.lastStreamEvent(id, refresh.LifecycleSucceeded)
 	require.Equal(t, second, succeeded.AttemptUID, "the success of the attempt that b started")
 	require.True(t, succeeded.At.Equal(restored.At), "freshness_restored at %s, its success at %s", restored.At, succeeded.At)
 	require.Equal(t, restored.At.Sub(since), restored.OverdueFor, "overdue_for is the episode's length, overdue_since to the success")
+	require.True(t, restored.OverdueFor >= workerAt.Sub(since) && restored.OverdueFor <= seenAt.Sub(since),
+		"overdue_for %s: the success came after the worker started (%s after overdue_since) and before its webhook (%s)",
+		restored.OverdueFor, workerAt.Sub(since), seenAt.Sub(since))
 	t.Logf("first episode: overdue since %s for %s", ts3339(since), restored.OverdueFor)
 	st := e.freshness(id)
 	require.True(t, st.overdueSince.IsZero(), "overdue_since after the success: %s", st.overdueSince)
@@ -126,9 +135,11 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 	lost2 := rcv.delivered(t, lost2Key)[0]
 	require.Equal(t, refresh.PhaseIdle, lost2.State, "an on-demand model with nothing planned")
 	require.True(t, since2.Equal(lost2.OverdueSince), "overdue_since %s, want last_success_at + max_age = %s", lost2.OverdueSince, since2)
+	requireWokeAt(t, since2, lost2.At)
 	action(t, c, id, "trigger")
 	waitFor(t, 30*time.Second, "the second freshness_restored webhook", func() bool { return len(rcv.delivered(t, restored2Key)) > 0 })
 	restored2 := rcv.delivered(t, restored2Key)[0]
+	require.True(t, since2.Equal(restored2.OverdueSince), "freshness_restored overdue_since %s, want %s", restored2.OverdueSince, since2)
 	require.Equal(t, restored2.At.Sub(since2), restored2.OverdueFor)
 
 	// The events stream holds one freshness_lost and one
@@ -150,6 +161,16 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 		return e.count(`SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'`) == len(keys)
 	})
 	require.Equal(t, len(keys), e.count(`SELECT count(*) FROM webhook_deliveries`))
+}
+
+// requireWokeAt fails the test unless a freshness_lost published at at
+// came at its overdue instant since: not before it, and within a second
+// after (the scheduler wakes for it rather than finding it later).
+func requireWokeAt(t *testing.T, since, at time.Time) {
+	t.Helper()
+	require.False(t, at.Before(since), "freshness_lost at %s, before the overdue instant %s", at, since)
+	require.Less(t, at.Sub(since), time.Second, "freshness_lost at %s, %s after the overdue instant", at, at.Sub(since))
+	t.Logf("freshness_lost %s after its overdue instant", at.Sub(since))
 }
 
 // freshnessState is what the models table says of a model's freshness.
@@ -178,11 +199,14 @@ func (e *env) requireOpenEpisode(id string, since time.Time, after string) {
 }
 
 // waitStarted waits until the events stream holds n started events of
-// model id and returns the attempt uid of the last.
-func (e *env) waitStarted(id string, n int) string {
+// model id and returns the attempt uid of the last. Meanwhile the
+// freshness events of the model must stay freshness (see
+// requireFreshnessEvents): a repeat fails the test at once.
+func (e *env) waitStarted(id string, n int, freshness [][2]string) string {
 	e.t.Helper()
 	var uid string
 	waitFor(e.t, 30*time.Second, fmt.Sprintf("start %d of %s", n, id), func() bool {
+		e.requireFreshnessEvents(id, freshness)
 		got := e.streamEventsOf(id, refresh.LifecycleStarted)
 		if len(got) < n {
 			return false
