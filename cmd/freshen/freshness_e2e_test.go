@@ -143,7 +143,10 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 	require.Equal(t, restored2.At.Sub(since2), restored2.OverdueFor)
 
 	// The events stream holds one freshness_lost and one
-	// freshness_restored per episode, and nothing else of the kind.
+	// freshness_restored per episode, and nothing else of the kind (an
+	// entry published again is the same event: streamEventsOf). The
+	// deliveries below count the events exactly: one row per event taken
+	// out of the outbox.
 	e.requireFreshnessEvents(id, [][2]string{
 		{refresh.EventFreshnessLost, ts3339(since)}, {refresh.EventFreshnessRestored, ts3339(since)},
 		{refresh.EventFreshnessLost, ts3339(since2)}, {refresh.EventFreshnessRestored, ts3339(since2)},
@@ -161,6 +164,61 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 		return e.count(`SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'`) == len(keys)
 	})
 	require.Equal(t, len(keys), e.count(`SELECT count(*) FROM webhook_deliveries`))
+}
+
+// TestE2EFreshnessLostWhileDown stops freshen serve before a paused
+// model's overdue instant and starts two instances together after it: one
+// freshness_lost, of the episode that opened while no serve ran (its
+// overdue_since is the instant, not the restart), published by one of
+// them; then a resume and a start, and a success that restores it once.
+func TestE2EFreshnessLostWhileDown(t *testing.T) {
+	t.Parallel()
+	const (
+		id     = "fr-down"
+		maxAge = 2 * time.Second
+	)
+	e := newEnv(t)
+	rcv := &webhookReceiver{sent: map[string]int{}}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	hooks, err := json.Marshal([]webhook.Endpoint{{Name: "pager", URL: srv.URL + "/hooks", Secret: webhookSecret,
+		Events: []string{refresh.EventFreshnessLost, refresh.EventFreshnessRestored}}})
+	require.NoError(t, err)
+	flags := []string{"--max-sleep", "1m", "--webhooks", string(hooks), "--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms"}
+	a := e.serve("a", flags...)
+	code, res := request(t, "PUT", a.base+"/models/"+id, fmt.Sprintf(`{"queue": "fr", "policy": {"max_age": "%s"}}`, maxAge))
+	require.Equal(t, http.StatusCreated, code, res)
+	action(t, a, id, "pause")
+	a.stop()
+	since := e.freshness(id).createdAt.Add(maxAge)
+	require.True(t, time.Now().Before(since), "serve must stop before the overdue instant, %s after the creation", maxAge)
+	require.True(t, e.freshness(id).overdueSince.IsZero())
+
+	// No serve runs when the model becomes overdue.
+	<-time.After(time.Until(since))
+	b, c := e.start("b", flags...), e.start("c", flags...)
+	lostKey := freshnessKey(id, refresh.EventFreshnessLost, since)
+	waitFor(t, 30*time.Second, "the freshness_lost webhook", func() bool { return len(rcv.delivered(t, lostKey)) > 0 })
+	lost := rcv.delivered(t, lostKey)[0]
+	require.Equal(t, refresh.PhasePaused, lost.State)
+	require.True(t, since.Equal(lost.OverdueSince), "overdue_since %s, want %s", lost.OverdueSince, since)
+	e.requireOpenEpisode(id, since, "the start of two instances")
+	waitFor(t, 30*time.Second, "b and c to be ready", func() bool { return b.ready() && c.ready() })
+
+	action(t, c, id, "resume")
+	e.requireOpenEpisode(id, since, "resume")
+	action(t, b, id, "trigger")
+	oneLost := [][2]string{{refresh.EventFreshnessLost, ts3339(since)}}
+	uid := e.waitStarted(id, 1, oneLost)
+	e.startWorker("fr", 1)
+	restoredKey := freshnessKey(id, refresh.EventFreshnessRestored, since)
+	waitFor(t, 30*time.Second, "the freshness_restored webhook", func() bool { return len(rcv.delivered(t, restoredKey)) > 0 })
+	restored := rcv.delivered(t, restoredKey)[0]
+	require.Equal(t, uid, e.lastStreamEvent(id, refresh.LifecycleSucceeded).AttemptUID)
+	require.Equal(t, restored.At.Sub(since), restored.OverdueFor)
+	e.requireFreshnessEvents(id, append(oneLost, [2]string{refresh.EventFreshnessRestored, ts3339(since)}))
+	require.ElementsMatch(t, []string{lostKey, restoredKey}, slices.Collect(maps.Keys(rcv.sentCounts())))
+	require.Equal(t, 2, e.count(`SELECT count(*) FROM webhook_deliveries`), "one delivery per event")
 }
 
 // requireWokeAt fails the test unless a freshness_lost published at at
@@ -211,11 +269,20 @@ func (e *env) waitStarted(id string, n int, freshness [][2]string) string {
 		if len(got) < n {
 			return false
 		}
-		require.Len(e.t, got, n, "started events of %s", id)
+		require.Len(e.t, got, n, "started events of %s: %v", id, attempts(got))
 		uid = got[n-1].AttemptUID
 		return true
 	})
 	return uid
+}
+
+// attempts returns "attempt_uid at" of each event, for messages.
+func attempts(events []refresh.Event) []string {
+	out := make([]string, 0, len(events))
+	for _, ev := range events {
+		out = append(out, ev.AttemptUID+" "+ts3339(ev.At))
+	}
+	return out
 }
 
 // lastStreamEvent waits until the events stream holds an entry named name
@@ -230,15 +297,25 @@ func (e *env) lastStreamEvent(id, name string) refresh.Event {
 	return got[len(got)-1]
 }
 
-// streamEventsOf returns the entries of the events stream named one of
-// names, of model id, in order.
+// streamEventsOf returns the events of model id that the events stream
+// holds under one of names, in order, each once: the stream is written at
+// least once (docs/transitions.md), so an entry that repeats an earlier
+// one byte for byte is the same event published again, not a new one (a
+// transition that repeats has a time of its own). Such repeats are
+// logged.
 func (e *env) streamEventsOf(id string, names ...string) []refresh.Event {
 	e.t.Helper()
 	var out []refresh.Event
+	seen := map[[2]string]bool{}
 	for _, x := range streamEvents(e.t, e.rdb, e.key("events")) {
 		if x[1] != id || !slices.Contains(names, x[0]) {
 			continue
 		}
+		if seen[[2]string{x[0], x[2]}] {
+			e.t.Logf("the events stream holds %s of %s again: %s", x[0], id, x[2])
+			continue
+		}
+		seen[[2]string{x[0], x[2]}] = true
 		var ev refresh.Event
 		require.NoError(e.t, json.Unmarshal([]byte(x[2]), &ev))
 		out = append(out, ev)
