@@ -47,6 +47,11 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if m.Config.GCMinHeapMiB > 0 {
 		defer keepHeapGoal(uint64(m.Config.GCMinHeapMiB) << 20)()
 	}
+	if m.Config.MemoryLimitMiB > 0 {
+		// A soft limit: the collector works harder as the heap nears it,
+		// so that bursts of large requests do not grow the process.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(m.Config.MemoryLimitMiB) << 20))
+	}
 	if err := m.Run(ctx); err != nil {
 		_ = m.Close()
 		if ctx.Err() != nil {
@@ -124,6 +129,9 @@ type ServeConfig struct {
 	// GCMinHeapMiB, if > 0, is the least heap size, in MiB, at which the
 	// garbage collector starts a cycle (see keepHeapGoal).
 	GCMinHeapMiB int
+	// MemoryLimitMiB, if > 0, is Go's soft memory limit in MiB
+	// (debug.SetMemoryLimit, as GOMEMLIMIT).
+	MemoryLimitMiB int
 	// Retention bounds the attempt history, the dead-letter list and the
 	// events stream.
 	Retention RetentionConfig
@@ -200,6 +208,7 @@ func NewMain(logOut io.Writer) *Main {
 			BatchSize:       1000,
 			ClaimLoops:      1,
 			GCMinHeapMiB:    28,
+			MemoryLimitMiB:  100,
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
@@ -289,6 +298,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Tokens, "tokens", c.Tokens, "the API's bearer tokens as the text of a tokens file")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "serve the API without tokens on an address beyond loopback")
 	fs.IntVar(&c.GCMinHeapMiB, "gc-min-heap", c.GCMinHeapMiB, "least heap size, in MiB, at which the garbage collector starts a cycle; 0 leaves it to GOGC alone")
+	fs.IntVar(&c.MemoryLimitMiB, "memory-limit", c.MemoryLimitMiB, "Go's soft memory limit, in MiB: the garbage collector works harder near it (raise it for large fleets; 0 leaves it to GOMEMLIMIT)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/); keep it private")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.IntVar(&c.ClaimLoops, "claim-loops", c.ClaimLoops, "scheduler passes run at once while models are due by the batch (each holds a database connection)")
@@ -398,6 +408,10 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--events-max-len: must be >= 1, got %d", c.Retention.EventsMaxLen)
 	case c.GCMinHeapMiB < 0:
 		return fmt.Errorf("--gc-min-heap: must be >= 0, got %d", c.GCMinHeapMiB)
+	case c.MemoryLimitMiB < 0:
+		return fmt.Errorf("--memory-limit: must be >= 0, got %d", c.MemoryLimitMiB)
+	case c.MemoryLimitMiB > 0 && c.MemoryLimitMiB < c.GCMinHeapMiB:
+		return fmt.Errorf("--memory-limit: must be at least --gc-min-heap (%d), got %d", c.GCMinHeapMiB, c.MemoryLimitMiB)
 	case c.InstanceID == "":
 		return errors.New("--instance-id: must not be empty")
 	case h.MaxHeaderBytes < 1024:
