@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"os"
 	"reflect"
 
-	"github.com/freshen-dev/freshen/refresh"
 	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 )
 
@@ -27,51 +21,20 @@ import (
 // tokensExample heads the errors of a token list that does not parse.
 const tokensExample = `want a JSON array such as [{"name": "ops", "hash": "sha256:...", "scopes": ["admin"]}]`
 
-// maxTokensBytes bounds a token file.
-const maxTokensBytes = 1 << 20
+// tokensList is where serve reads its tokens.
+var tokensList = configList{fileFlag: "tokens-file", textFlag: "tokens", item: "tokens", example: tokensExample}
 
 // loadAuth returns the Auth of the tokens of file and text (either may be
 // ""), or nil when both are empty. Its errors name the flag and the field,
 // e.g. "--tokens-file tokens.json: tokens[1].scopes[0]: must be read,
 // write or admin, got \"owner\"".
 func loadAuth(file, text string, log *slog.Logger) (*refreshhttp.Auth, error) {
-	var all []refreshhttp.Token
-	for _, src := range []struct {
-		name string
-		read func() ([]byte, error)
-	}{
-		{"--tokens-file " + file, func() ([]byte, error) {
-			if file == "" {
-				return nil, nil
-			}
-			f, err := os.Open(file)
-			if err != nil {
-				return nil, err
-			}
-			defer f.Close()
-			data, err := io.ReadAll(io.LimitReader(f, maxTokensBytes+1))
-			if err == nil && len(data) > maxTokensBytes {
-				err = fmt.Errorf("must be at most %d bytes", maxTokensBytes)
-			}
-			return data, err
-		}},
-		{"--tokens", func() ([]byte, error) { return []byte(text), nil }},
-	} {
-		data, err := src.read()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src.name, err)
-		}
-		if len(bytes.TrimSpace(data)) == 0 {
-			continue
-		}
-		tokens, err := parseTokens(data)
-		if err == nil {
-			_, err = refreshhttp.NewAuth(tokens, log)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src.name, err)
-		}
-		all = append(all, tokens...)
+	all, err := readConfigList(tokensList, file, text, func(tokens []refreshhttp.Token) error {
+		_, err := refreshhttp.NewAuth(tokens, log)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(all) == 0 {
 		return nil, nil
@@ -81,28 +44,6 @@ func loadAuth(file, text string, log *slog.Logger) (*refreshhttp.Auth, error) {
 		return nil, fmt.Errorf("--tokens-file and --tokens together (the tokens of the file first): %w", err)
 	}
 	return a, nil
-}
-
-// parseTokens reads a JSON array of tokens, refusing unknown members.
-func parseTokens(data []byte) ([]refreshhttp.Token, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var tokens []refreshhttp.Token
-	if err := dec.Decode(&tokens); err != nil {
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syntax):
-			return nil, fmt.Errorf("invalid JSON at byte %d: %s; %s", syntax.Offset, syntax, tokensExample)
-		case errors.As(err, &typ) && typ.Field != "":
-			return nil, &refresh.ValidationError{Fields: []refresh.FieldError{{Field: "tokens[]." + typ.Field, Rule: "must be " + jsonKind(typ.Type.Kind()) + ", got " + typ.Value}}}
-		}
-		return nil, fmt.Errorf("%s; %s", err, tokensExample)
-	}
-	if dec.More() {
-		return nil, errors.New("has more after the array; " + tokensExample)
-	}
-	return tokens, nil
 }
 
 // jsonKind names the JSON of a Go kind.

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,9 +24,6 @@ import (
 
 // webhooksExample heads the errors of an endpoint list that does not parse.
 const webhooksExample = `want a JSON array such as [{"name": "crm", "url": "https://...", "secret": "...", "events": ["disabled"]}]`
-
-// maxWebhooksBytes bounds a webhooks file.
-const maxWebhooksBytes = 1 << 20
 
 // WebhookConfig is the configuration of webhook deliveries.
 type WebhookConfig struct {
@@ -111,75 +103,22 @@ func (w *WebhookConfig) secrets() []string {
 	return out
 }
 
+// webhooksList is where serve reads its webhook endpoints.
+var webhooksList = configList{fileFlag: "webhooks-file", textFlag: "webhooks", item: "webhooks", example: webhooksExample}
+
 // loadWebhooks returns the endpoints of file and text (either may be ""),
 // the file's first. Its errors name the flag and the field, e.g.
 // "--webhooks: webhooks[0].url: must be an absolute http or https URL, got
 // \"crm\"", and never show a secret.
 func loadWebhooks(file, text string) ([]webhook.Endpoint, error) {
-	var all []webhook.Endpoint
-	for _, src := range []struct {
-		name string
-		read func() ([]byte, error)
-	}{
-		{"--webhooks-file " + file, func() ([]byte, error) {
-			if file == "" {
-				return nil, nil
-			}
-			f, err := os.Open(file)
-			if err != nil {
-				return nil, err
-			}
-			defer f.Close()
-			data, err := io.ReadAll(io.LimitReader(f, maxWebhooksBytes+1))
-			if err == nil && len(data) > maxWebhooksBytes {
-				err = fmt.Errorf("must be at most %d bytes", maxWebhooksBytes)
-			}
-			return data, err
-		}},
-		{"--webhooks", func() ([]byte, error) { return []byte(text), nil }},
-	} {
-		data, err := src.read()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src.name, err)
-		}
-		if len(bytes.TrimSpace(data)) == 0 {
-			continue
-		}
-		eps, err := parseWebhooks(data)
-		if err == nil {
-			err = webhook.Validate(eps)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", src.name, err)
-		}
-		all = append(all, eps...)
+	all, err := readConfigList(webhooksList, file, text, webhook.Validate)
+	if err != nil {
+		return nil, err
 	}
 	if err := webhook.Validate(all); err != nil { // a name in both lists
 		return nil, fmt.Errorf("--webhooks-file and --webhooks together (the endpoints of the file first): %w", err)
 	}
 	return all, nil
-}
-
-// parseWebhooks reads a JSON array of endpoints, refusing unknown members.
-func parseWebhooks(data []byte) ([]webhook.Endpoint, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var eps []webhook.Endpoint
-	if err := dec.Decode(&eps); err != nil {
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syntax):
-			return nil, fmt.Errorf("invalid JSON at byte %d: %s; %s", syntax.Offset, syntax, webhooksExample)
-		case errors.As(err, &typ) && typ.Field != "":
-			return nil, &refresh.ValidationError{Fields: []refresh.FieldError{{Field: "webhooks[]." + typ.Field, Rule: "must be " + jsonKind(typ.Type.Kind()) + ", got " + typ.Value}}}
-		}
-		return nil, fmt.Errorf("%s; %s", err, webhooksExample)
-	}
-	if dec.More() {
-		return nil, errors.New("has more after the array; " + webhooksExample)
-	}
-	return eps, nil
 }
 
 // webhooks are the parts of webhook delivery that Run wires in: the
