@@ -291,10 +291,12 @@ func TestWebhookSlowEndpointDoesNotStallOthers(t *testing.T) {
 	ctx := context.Background()
 	release := make(chan struct{})
 	var inFlight, most atomic.Int64
+	arrived := make(chan struct{}, 10)
 	slowRcv := newReceiver(t, func(string, int) int {
 		cur := inFlight.Add(1)
 		for m := most.Load(); cur > m && !most.CompareAndSwap(m, cur); m = most.Load() {
 		}
+		arrived <- struct{}{}
 		<-release
 		inFlight.Add(-1)
 		return 200
@@ -328,6 +330,15 @@ func TestWebhookSlowEndpointDoesNotStallOthers(t *testing.T) {
 		}
 	}
 	require.Equal(t, 0, len(fastRcv.requests())-6)
+	// Both of the slow endpoint's sends reach it (each may arrive after the
+	// fast ones are done), and no third one while they hang.
+	for range 2 {
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a send to the slow endpoint never arrived")
+		}
+	}
 	require.Equal(t, int64(2), most.Load(), "the slow endpoint has at most MaxInFlight sends at once")
 	close(release)
 	wait(t, sent, 2)
