@@ -40,16 +40,22 @@ type Store interface {
 	// writes the batch fn returns, all in one transaction. A model is due
 	// when its DueAt is set and <= now (Model.DueAt: refresh_at unless
 	// paused and idle, an open debounce window, the overdue instant).
-	// Models that do not wait for a slot come first, by DueAt then id;
-	// models waiting for a slot (waiting_for_slot) fill the rest of the
-	// batch, in the same order. Concurrent callers never receive the same
-	// model. It returns how many models were claimed.
+	// Models that do not wait for a slot come first, by DueAt then id.
+	// While limits exist or models wait for a slot (waiting_for_slot),
+	// the store adds the waiting models that may take a slot: for each
+	// limit with free slots, as many of the waiting models it covers as it
+	// has free slots, by refresh_at then id, leaving out those a full
+	// limit covers (so the earliest get the slots that freed, however full
+	// the batch); then waiting models by refresh_at then id, as many as
+	// the batch has room for. Concurrent callers never receive the same
+	// model, and take turns while limits exist, so that slots go in due
+	// order across instances. It returns how many models were claimed.
 	//
-	// slots holds the concurrency limits that match at least one claimed
-	// model and their current attempts, counted in the same transaction
-	// after the limits are locked (so that instances agree on the free
-	// slots); it is empty when no limit exists. fn must not reorder or
-	// change due (a store may find each row by its position).
+	// slots holds the concurrency limits that cover at least one claimed
+	// or waiting model and their current attempts, counted in the same
+	// transaction while the callers' turn is held (so that instances agree
+	// on the free slots); it is empty when no limit exists. fn must not
+	// reorder or change due (a store may find each row by its position).
 	ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []Model, slots Slots) (Batch, error)) (int, error)
 
 	// NextDue returns the earliest DueAt of a model that can become due and

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,54 +145,107 @@ func due(m refresh.Model, now time.Time) bool {
 	return !at.IsZero() && !at.After(now)
 }
 
-// ClaimDue passes up to limit due models to fn, those that do not wait
-// for a slot first, each group by DueAt then id, with the limits that
-// cover them, and writes its changes.
+// ClaimDue passes to fn up to limit due models that do not wait for a
+// slot, by DueAt then id, and, while limits exist or models wait, the
+// waiting models that may take a slot (as the postgres store chooses
+// them: for each limit with free slots that covers a waiting model, that
+// many of its waiting models by refresh_at then id, leaving out those a
+// full limit covers; and the first waiting models by refresh_at then
+// id, as many as the batch has room for), with the limits that cover them, and writes its changes.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var batch []refresh.Model
+	var batch, waiting []refresh.Model
 	for _, m := range s.models {
-		if due(m, now) {
+		switch {
+		case !due(m, now):
+		case m.WaitingForSlot:
+			waiting = append(waiting, m)
+		default:
 			batch = append(batch, m)
 		}
 	}
-	sort.Slice(batch, func(i, j int) bool {
-		a, b := batch[i], batch[j]
-		if a.WaitingForSlot != b.WaitingForSlot {
-			return !a.WaitingForSlot
+	byDue := func(a, b refresh.Model) int {
+		if c := a.DueAt().Compare(b.DueAt()); c != 0 {
+			return c
 		}
-		if !a.DueAt().Equal(b.DueAt()) {
-			return a.DueAt().Before(b.DueAt())
-		}
-		return a.ID < b.ID
-	})
+		return strings.Compare(a.ID, b.ID)
+	}
+	slices.SortFunc(batch, byDue)
 	if len(batch) > limit {
 		batch = batch[:limit]
 	}
+	var slots refresh.Slots
+	if len(s.limits) > 0 || len(waiting) > 0 {
+		slots, batch = s.claimForSlots(batch, waiting, limit)
+	}
 	for i := range batch {
 		batch[i] = clone(batch[i])
-	}
-	var slots refresh.Slots
-	if len(s.limits) > 0 {
-		slots.Limits = refresh.LimitsCovering(s.sortedLimits(), batch)
-		slots.Running = make([]int, len(slots.Limits))
-		for _, m := range s.models {
-			if !m.Running() {
-				continue
-			}
-			for i, l := range slots.Limits {
-				if l.Covers(m) {
-					slots.Running[i]++
-				}
-			}
-		}
 	}
 	b, err := fn(batch, slots)
 	if err != nil {
 		return len(batch), err
 	}
 	return len(batch), s.commit(ctx, b)
+}
+
+// claimForSlots returns the limits that cover a model of batch or of
+// waiting with their current attempts, and batch with the waiting models
+// that may take a slot added (see ClaimDue); the caller holds s.mu.
+func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int) (refresh.Slots, []refresh.Model) {
+	var slots refresh.Slots
+	var free []refresh.Limit
+	var frees []int
+	var full []refresh.Limit
+	for _, l := range s.sortedLimits() {
+		covering := slices.ContainsFunc(batch, l.Covers)
+		waits := slices.ContainsFunc(waiting, l.Covers)
+		if !covering && !waits {
+			continue
+		}
+		running := 0
+		for _, m := range s.models {
+			if m.Running() && l.Covers(m) {
+				running++
+			}
+		}
+		slots.Limits = append(slots.Limits, l)
+		slots.Running = append(slots.Running, running)
+		switch {
+		case running >= l.MaxRunning:
+			full = append(full, l)
+		case waits:
+			free, frees = append(free, l), append(frees, l.MaxRunning-running)
+		}
+	}
+	taken := map[string]bool{}
+	slices.SortFunc(waiting, func(a, b refresh.Model) int {
+		if c := a.RefreshAt.Compare(b.RefreshAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for i, l := range free {
+		n := frees[i]
+		for _, m := range waiting {
+			if n == 0 {
+				break
+			}
+			if l.Covers(m) && !slices.ContainsFunc(full, func(f refresh.Limit) bool { return f.Covers(m) }) {
+				taken[m.ID] = true
+				n--
+			}
+		}
+	}
+	for _, m := range waiting[:min(max(limit-len(batch), 0), len(waiting))] {
+		taken[m.ID] = true
+	}
+	for _, m := range waiting {
+		if taken[m.ID] {
+			batch = append(batch, m)
+		}
+	}
+	return slots, batch
 }
 
 // sortedLimits returns the limits by kind then key; the caller holds s.mu.

@@ -407,18 +407,17 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return next.UTC(), true, nil
 }
 
-// ClaimDue locks up to limit due models, skipping those another
-// transaction holds: first those that do not wait for a slot, earliest
-// due_at first (then by id), then, if room is left and limits or waiting
-// models exist, those that wait, in the same order. When limits exist it
-// locks the limits that cover a claimed model (transaction-scoped advisory
-// locks, in kind and key order) and then counts their current attempts,
-// so that the passes of all instances agree on the free slots. It passes
-// the models and the slots to fn and writes the changes it returns, all
-// in one transaction. fn and the batch's BeforeCommitFunc run while the
-// rows and the limits are locked and before the commit: what they do
-// outside the database (pushing jobs) happens even if the commit then
-// fails.
+// ClaimDue locks up to limit due models that do not wait for a slot,
+// skipping those another transaction holds, earliest due_at first (then
+// by id). While limits exist or models wait for a slot (as last read, at
+// most slotCacheFor ago), the pass first takes the slots lock
+// (lockSlotsSQL), so that the passes of all instances take turns, and
+// adds the models waiting for a slot that may take one (claimForSlots).
+// It passes the models and the slots to fn and writes the changes it
+// returns, all in one transaction. fn and the batch's BeforeCommitFunc run
+// while the rows and the slots lock are held and before the commit: what
+// they do outside the database (pushing jobs) happens even if the commit
+// then fails.
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
@@ -426,8 +425,17 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if limit <= 0 {
 		return 0, nil
 	}
+	info, err := s.slotState(ctx, s.pool, now)
+	if err != nil {
+		return 0, storeError("claim due models", err)
+	}
+	limited := len(info.limits) > 0 || info.waiting
+	var first []string
+	if limited {
+		first = []string{lockSlotsSQL}
+	}
 	var locked lockedModels
-	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) (err error) {
+	tx, err := s.beginQuery(ctx, first, func(rows pgx.Rows) (err error) {
 		locked, err = collectLocked(rows, limit, &s.policies)
 		return err
 	}, `SELECT ctid, `+modelColumns+` FROM models
@@ -440,16 +448,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	}
 	defer tx.rollback() // a no-op after the commit
 	var slots refresh.Slots
-	if lim, err := s.slotState(ctx, tx, now); err != nil {
-		return 0, storeError("claim due models", err)
-	} else if len(lim.limits) > 0 || lim.waiting {
-		if len(locked.models) < limit {
-			if err := s.claimWaiting(ctx, tx, now, limit, &locked); err != nil {
-				return 0, storeError("claim models waiting for a slot", err)
-			}
-		}
-		if slots, err = countSlots(ctx, tx, lim.limits, locked.models); err != nil {
-			return 0, storeError("count the attempts of the concurrency limits", err)
+	if limited {
+		if slots, err = s.claimForSlots(ctx, tx, now, limit, info, &locked); err != nil {
+			return 0, storeError("claim models waiting for a slot", err)
 		}
 	}
 	due := locked.models
@@ -475,62 +476,115 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	return len(due), nil
 }
 
-// claimWaiting adds to locked the models waiting for a slot, up to limit
-// models in all.
-func (s *Store) claimWaiting(ctx context.Context, tx *tx, now time.Time, limit int, locked *lockedModels) error {
-	rows, err := tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
-		WHERE waiting_for_slot AND due_at <= $1
-		ORDER BY due_at, id
-		LIMIT $2
-		FOR UPDATE SKIP LOCKED`, now, limit-len(locked.models))
-	if err != nil {
-		return err
+// lockSlotsSQL takes the slots lock, a transaction-scoped advisory lock
+// of the schema that the scheduler passes of every instance hold while
+// limits exist. It is taken before the pass claims anything, in a
+// statement of its own: each statement after it sees what the pass that
+// held the lock before committed, so the count of current attempts is
+// right and no model can be due, unclaimed and earlier than the models a
+// pass starts (save those an API call holds at that instant).
+const lockSlotsSQL = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.freshen_slots'))`
+
+// coversSQL is Limit.Covers in SQL, for a limit l and a model m.
+const coversSQL = `CASE l.kind WHEN 'queue' THEN m.queue = l.key ELSE starts_with(m.id, l.key) END`
+
+// claimForSlots runs under the slots lock. It counts the current attempts
+// of the limits that cover a model of locked or a waiting model, and adds
+// to locked, in one more statement when there are any:
+//
+//   - for each such limit with free slots, as many of the waiting models
+//     it covers as it has free slots, earliest refresh_at first (then by
+//     id), leaving out those a full limit covers: the batch may be full
+//     of newly due models, and the earliest waiting ones still get the
+//     slots that freed, whatever the batch size;
+//   - waiting models in due order, up to limit models in all, as before
+//     the limits existed, so that each is looked at again (its catch-up
+//     window, its freshness instant, a limit that was removed).
+//
+// It returns the limits it counted and their current attempts.
+func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit int, info slotInfo, locked *lockedModels) (refresh.Slots, error) {
+	var slots refresh.Slots
+	var freeKinds, freeKeys, fullPrefixes []string
+	fullQueues := []string{} // not NULL: <> ALL (NULL) is never true
+	// What slotState read may be a second old: under the lock the waiting
+	// models of each limit are looked at again.
+	anyWaiting := info.waiting
+	var free []int
+	if len(info.limits) > 0 {
+		n := len(info.limits)
+		kinds, keys, covering := make([]string, n), make([]string, n), make([]bool, n)
+		for i, l := range info.limits {
+			kinds[i], keys[i] = l.Kind, l.Key
+			covering[i] = slices.ContainsFunc(locked.models, l.Covers)
+		}
+		rows, err := tx.Query(ctx, `SELECT w.waiting, CASE WHEN l.covering OR w.waiting THEN
+				(SELECT count(*) FROM models m WHERE m.attempt_uid IS NOT NULL AND `+coversSQL+`) END
+			FROM unnest($1::text[], $2::text[], $3::bool[]) WITH ORDINALITY AS l(kind, key, covering, i)
+			CROSS JOIN LATERAL (SELECT EXISTS (SELECT FROM models m
+				WHERE m.waiting_for_slot AND m.due_at <= $4 AND `+coversSQL+`)) AS w(waiting)
+			ORDER BY l.i`, kinds, keys, covering, now)
+		if err != nil {
+			return slots, err
+		}
+		for i := 0; rows.Next(); i++ {
+			var waiting bool
+			var running *int
+			if err := rows.Scan(&waiting, &running); err != nil {
+				rows.Close()
+				return slots, err
+			}
+			if running == nil {
+				continue
+			}
+			l := info.limits[i]
+			anyWaiting = anyWaiting || waiting
+			slots.Limits = append(slots.Limits, l)
+			slots.Running = append(slots.Running, *running)
+			switch {
+			case *running >= l.MaxRunning && l.Kind == refresh.LimitQueue:
+				fullQueues = append(fullQueues, l.Key)
+			case *running >= l.MaxRunning:
+				fullPrefixes = append(fullPrefixes, l.Key)
+			case waiting:
+				freeKinds, freeKeys = append(freeKinds, l.Kind), append(freeKeys, l.Key)
+				free = append(free, l.MaxRunning-*running)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return slots, err
+		}
 	}
-	more, err := collectLocked(rows, limit-len(locked.models), &s.policies)
+	room := limit - len(locked.models)
+	if len(free) == 0 && (room <= 0 || !anyWaiting) {
+		return slots, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
+		WHERE id = ANY (ARRAY(
+			SELECT w.id FROM unnest($1::text[], $2::text[], $3::int[]) AS l(kind, key, free)
+			CROSS JOIN LATERAL (SELECT m.id FROM models m
+				WHERE m.waiting_for_slot AND m.due_at <= $4 AND `+coversSQL+`
+					AND m.queue <> ALL ($5::text[])
+					AND NOT EXISTS (SELECT FROM unnest($6::text[]) AS p(key) WHERE starts_with(m.id, p.key))
+				ORDER BY m.refresh_at, m.id
+				LIMIT l.free) AS w
+			UNION ALL
+			(SELECT m.id FROM models m WHERE m.waiting_for_slot AND m.due_at <= $4
+				ORDER BY m.refresh_at, m.id
+				LIMIT $7)))
+			AND waiting_for_slot AND due_at <= $4
+		ORDER BY refresh_at, id
+		FOR UPDATE SKIP LOCKED`, freeKinds, freeKeys, free, now, fullQueues, fullPrefixes, max(room, 0))
 	if err != nil {
-		return err
+		return slots, err
+	}
+	more, err := collectLocked(rows, limit, &s.policies)
+	if err != nil {
+		return slots, err
 	}
 	locked.models = append(locked.models, more.models...)
 	locked.tids = append(locked.tids, more.tids...)
-	return nil
-}
-
-// countSlots locks the limits among limits that cover a model of due and
-// counts their current attempts, in two statements sent together: the
-// count's snapshot is taken once the locks are held, so it sees the starts
-// of the passes that held them before.
-func countSlots(ctx context.Context, tx *tx, limits []refresh.Limit, due []refresh.Model) (refresh.Slots, error) {
-	covering := refresh.LimitsCovering(limits, due)
-	if len(covering) == 0 {
-		return refresh.Slots{}, nil
-	}
-	kinds, keys, names := make([]string, len(covering)), make([]string, len(covering)), make([]string, len(covering))
-	for i, l := range covering {
-		kinds[i], keys[i], names[i] = l.Kind, l.Key, l.Kind+":"+l.Key
-	}
-	b := &pgx.Batch{}
-	// names are in kind and key order, so that passes never deadlock.
-	b.Queue(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.freshen_limit.' || n)) FROM unnest($1::text[]) AS n`, names)
-	b.Queue(`SELECT count(m.id) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS l(kind, key, i)
-		LEFT JOIN models m ON m.attempt_uid IS NOT NULL
-			AND CASE l.kind WHEN 'queue' THEN m.queue = l.key ELSE starts_with(m.id, l.key) END
-		GROUP BY l.i ORDER BY l.i`, kinds, keys)
-	res := tx.SendBatch(ctx, b)
-	running := make([]int, 0, len(covering))
-	_, err := res.Exec()
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = res.Query(); err == nil {
-			running, err = pgx.CollectRows(rows, pgx.RowTo[int])
-		}
-	}
-	if cerr := res.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return refresh.Slots{}, err
-	}
-	return refresh.Slots{Limits: covering, Running: running}, nil
+	return slots, nil
 }
 
 // modifyTries bounds how often Modify runs fn when models it creates are
@@ -576,7 +630,7 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 		lock = `FOR UPDATE SKIP LOCKED`
 	}
 	var locked lockedModels
-	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) (err error) {
+	tx, err := s.beginQuery(ctx, nil, func(rows pgx.Rows) (err error) {
 		locked, err = collectLocked(rows, len(ids), &s.policies)
 		return err
 	}, `SELECT ctid, `+modelColumns+` FROM models WHERE id = ANY($1) ORDER BY id `+lock, ids)
@@ -649,11 +703,14 @@ func (s *Store) TakeEvents(ctx context.Context, limit int, fn func(events []refr
 // inserted in the transaction that deletes the events (see webhook.go).
 func (s *Store) takeEvents(ctx context.Context, limit int, fn func(events []refresh.Event) ([]refresh.Delivery, error)) (int, error) {
 	// One round trip takes the lock and, if it is ours, reads the rows;
-	// another deletes them and commits.
+	// another deletes them and commits. The statement's snapshot is taken
+	// before the lock: the rows are locked too (FOR UPDATE), which leaves
+	// out those that the caller holding the lock before had deleted and
+	// committed since, so that no event is published twice.
 	mine := false
 	var ids []int64
 	var events []refresh.Event
-	tx, err := s.beginQuery(ctx, func(rows pgx.Rows) error {
+	tx, err := s.beginQuery(ctx, nil, func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var id *int64
@@ -679,7 +736,7 @@ func (s *Store) takeEvents(ctx context.Context, limit int, fn func(events []refr
 		LEFT JOIN LATERAL (
 			SELECT id, events FROM (
 				SELECT id, events, sum(octet_length(events)) OVER (ORDER BY id) - octet_length(events) AS before
-				FROM outbox WHERE lock.mine ORDER BY id LIMIT 1000
+				FROM (SELECT id, events FROM outbox WHERE lock.mine ORDER BY id LIMIT 1000 FOR UPDATE) f
 			) r WHERE before < $1
 		) o ON true
 		ORDER BY o.id`, eventBytes*limit)

@@ -27,10 +27,11 @@ type tx struct {
 // context has ended; a connection that cannot roll back is closed.
 const rollbackTimeout = 5 * time.Second
 
-// beginQuery acquires a connection, begins a transaction and runs query in
-// it, in one round trip, passing its rows to collect (which closes them).
-// On error nothing is left open.
-func (s *Store) beginQuery(ctx context.Context, collect func(pgx.Rows) error, query string, args ...any) (*tx, error) {
+// beginQuery acquires a connection, begins a transaction and runs the
+// statements of first (each on its own, without arguments) and then query
+// in it, in one round trip, passing query's rows to collect (which closes
+// them). On error nothing is left open.
+func (s *Store) beginQuery(ctx context.Context, first []string, collect func(pgx.Rows) error, query string, args ...any) (*tx, error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -38,9 +39,16 @@ func (s *Store) beginQuery(ctx context.Context, collect func(pgx.Rows) error, qu
 	t := &tx{Conn: c}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	for _, f := range first {
+		b.Queue(f)
+	}
 	b.Queue(query, args...)
 	br := t.SendBatch(ctx, b)
-	_, err = br.Exec()
+	for range 1 + len(first) {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		var rows pgx.Rows
 		if rows, err = br.Query(); err == nil {

@@ -117,14 +117,71 @@ func testClaimWaitingLast(t *testing.T, s refresh.Store) {
 	put(t, s, ms...)
 	_, err := s.PutLimit(ctx, refresh.Limit{Kind: refresh.LimitQueue, Key: "tables", MaxRunning: 1}, false)
 	require.NoError(t, err)
-	// Models that do not wait come first, whatever their due time.
-	require.Equal(t, []string{"fresh"}, claimIDs(t, s, t0, 1))
+	// Models that do not wait come first, whatever their due time; the
+	// limit's one free slot brings the earliest waiting model too, though
+	// the batch is full.
+	require.Equal(t, []string{"fresh", "w1"}, claimIDs(t, s, t0, 1))
 	require.Equal(t, []string{"fresh", "w1", "w2"}, claimIDs(t, s, t0, 10))
 	// NextDue leaves waiting models out.
 	next, ok, err := s.NextDue(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, next.Equal(t0.Add(-time.Minute)), "got %s", next)
+}
+
+// A batch full of newly due models still brings, for each limit with
+// free slots, that many of the earliest waiting models it covers (by
+// refresh_at), leaving out those a full limit covers; room left in the
+// batch is filled with waiting models by refresh_at.
+func testSlotsToEarliest(t *testing.T, s refresh.Store) {
+	ctx := context.Background()
+	running := func(id, queue string) refresh.Model {
+		m := model(id, t0.Add(time.Hour))
+		m.Queue, m.AttemptUID, m.AttemptNo, m.StartedAt, m.DeadlineAt = queue, "uid-"+id, 1, t0, t0.Add(time.Hour)
+		return m
+	}
+	waiting := func(id, queue string, refreshAt time.Time) refresh.Model {
+		m := model(id, refreshAt)
+		m.Queue, m.WaitingForSlot = queue, true
+		return m
+	}
+	put(t, s,
+		running("acme-r", "tables"), running("ex-r", "exports"),
+		waiting("acme-w0", "exports", t0.Add(-3*time.Hour)), // exports is full
+		waiting("acme-w2", "tables", t0.Add(-time.Hour)),
+		waiting("acme-w1", "tables", t0.Add(-2*time.Hour)),
+		model("n1", t0.Add(-time.Minute)), model("n2", t0.Add(-time.Minute)))
+	for _, l := range []refresh.Limit{
+		{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2},
+		{Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1},
+		{Kind: refresh.LimitQueue, Key: "unused", MaxRunning: 1},
+	} {
+		_, err := s.PutLimit(ctx, l, false)
+		require.NoError(t, err)
+	}
+	claim := func(limit int) ([]string, refresh.Slots) {
+		var ids []string
+		var slots refresh.Slots
+		_, err := s.ClaimDue(ctx, t0, limit, func(due []refresh.Model, sl refresh.Slots) (refresh.Batch, error) {
+			for _, m := range due {
+				ids = append(ids, m.ID)
+			}
+			slots = sl
+			return refresh.Batch{}, nil
+		})
+		require.NoError(t, err)
+		return ids, slots
+	}
+	ids, slots := claim(2)
+	require.ElementsMatch(t, []string{"n1", "n2", "acme-w1"}, ids)
+	require.Equal(t, refresh.Slots{
+		Limits:  []refresh.Limit{{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2}, {Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1}},
+		Running: []int{1, 1},
+	}, slots)
+	ids, _ = claim(4)
+	require.ElementsMatch(t, []string{"n1", "n2", "acme-w0", "acme-w1"}, ids)
+	ids, _ = claim(10)
+	require.ElementsMatch(t, []string{"n1", "n2", "acme-w0", "acme-w1", "acme-w2"}, ids)
 }
 
 func testSlots(t *testing.T, s refresh.Store) {

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"ClaimDueByDueAt":     testClaimDueByDueAt,
 		"ClaimWaitingLast":    testClaimWaitingLast,
 		"Slots":               testSlots,
+		"SlotsToEarliest":     testSlotsToEarliest,
 		"Limits":              testLimits,
 		"DependentsUpstreams": testDependentsUpstreams,
 		"UpstreamCycle":       testUpstreamCycle,
