@@ -19,9 +19,11 @@ import (
 // twice: a dependent whose run already covers the change is left alone
 // (UpstreamCovered).
 func (s *Service) Propagate(ctx context.Context, events []Event) (int, error) {
-	var changed []string
+	var changed []string // in the order of the events
+	seen := map[string]bool{}
 	for _, e := range events {
-		if e.Type == EventSuccess && !e.Unchanged && !slices.Contains(changed, e.ModelID) {
+		if e.Type == EventSuccess && !e.Unchanged && !seen[e.ModelID] {
+			seen[e.ModelID] = true
 			changed = append(changed, e.ModelID)
 		}
 	}
@@ -38,10 +40,12 @@ func (s *Service) Propagate(ctx context.Context, events []Event) (int, error) {
 	// The upstreams are read before the dependents are locked, as an
 	// upstream's state is read anyway without its lock.
 	var ids, upIDs []string
+	clear(seen)
 	for id, ups := range deps {
 		ids = append(ids, id)
 		for _, u := range ups {
-			if !slices.Contains(upIDs, u) {
+			if !seen[u] {
+				seen[u] = true
 				upIDs = append(upIDs, u)
 			}
 		}

@@ -182,8 +182,8 @@ type attemptArrays struct {
 	uid, modelID                               []string
 	attemptNo                                  []int32
 	startedAt                                  []time.Time
-	deadlineAt, finishedAt                     []*time.Time
-	outcome, errorKind, errorMessage, decision []*string
+	deadlineAt, finishedAt                     []pgtype.Timestamptz
+	outcome, errorKind, errorMessage, decision []pgtype.Text
 	delay                                      []int64
 }
 
@@ -192,12 +192,12 @@ func (a *attemptArrays) add(at refresh.Attempt) {
 	a.modelID = append(a.modelID, at.ModelID)
 	a.attemptNo = append(a.attemptNo, int32(at.AttemptNo))
 	a.startedAt = append(a.startedAt, at.StartedAt)
-	a.deadlineAt = append(a.deadlineAt, nullTime(at.DeadlineAt))
-	a.finishedAt = append(a.finishedAt, nullTime(at.FinishedAt))
-	a.outcome = append(a.outcome, nullString(at.Outcome))
-	a.errorKind = append(a.errorKind, nullString(at.ErrorKind))
-	a.errorMessage = append(a.errorMessage, nullString(at.ErrorMessage))
-	a.decision = append(a.decision, nullString(at.Decision))
+	a.deadlineAt = append(a.deadlineAt, timestamptz(at.DeadlineAt))
+	a.finishedAt = append(a.finishedAt, timestamptz(at.FinishedAt))
+	a.outcome = append(a.outcome, text(at.Outcome))
+	a.errorKind = append(a.errorKind, text(at.ErrorKind))
+	a.errorMessage = append(a.errorMessage, text(at.ErrorMessage))
+	a.decision = append(a.decision, text(at.Decision))
 	a.delay = append(a.delay, int64(at.Delay))
 }
 
