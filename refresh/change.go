@@ -30,10 +30,15 @@ func NewEvent(m Model, d Decision, now time.Time) Event {
 // both with the state of m after the transition. It returns none for a
 // decision with no event or one that changed nothing.
 func NewEvents(m Model, d Decision, now time.Time) []Event {
+	return appendEvents(nil, m, d, now)
+}
+
+// appendEvents appends the events of NewEvents to events.
+func appendEvents(events []Event, m Model, d Decision, now time.Time) []Event {
 	if d.Event == "" || d.Unchanged {
-		return nil
+		return events
 	}
-	events := []Event{NewEvent(m, d, now)}
+	events = append(events, NewEvent(m, d, now))
 	if d.Also != nil && d.Also.Event != "" {
 		events = append(events, NewEvent(m, *d.Also, now))
 	}
@@ -174,7 +179,7 @@ func (c *changes) add(before, after Model, d Decision, now time.Time) {
 	if d.Event == "" || d.Unchanged {
 		return
 	}
-	c.Events = append(c.Events, NewEvents(after, d, now)...)
+	c.Events = appendEvents(c.Events, after, d, now)
 	if d.Event == EventStale {
 		return
 	}

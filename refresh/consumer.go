@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 )
 
@@ -77,6 +76,9 @@ type Consumer struct {
 	// took are the durations of the attempts the last write ended, for
 	// the Observer once it commits.
 	took []time.Duration
+	// models holds the models of the last write as its outcomes change
+	// them, reused from pass to pass.
+	models []Model
 }
 
 // ConsumeResult is what one pass did.
@@ -267,7 +269,8 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 		now := c.cfg.Clock.Now()
 		// The models as the outcomes change them, one after the other;
 		// found stays as it was read.
-		models := slices.Clone(found)
+		c.models = append(c.models[:0], found...)
+		models := c.models
 		byID := make(map[string]int, len(found))
 		for i, m := range found {
 			byID[m.ID] = i

@@ -293,6 +293,7 @@ func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, re
 			return strings.Compare(a.ID, b.ID)
 		})
 	}
+	var steps []Step // reused: each step is copied into c
 	for _, m := range due {
 		in := TickInput{UID: s.cfg.NewUIDFunc()}
 		for i, l := range slots.Limits {
@@ -308,7 +309,7 @@ func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, re
 				break
 			}
 		}
-		steps := TickAll(m, in, now)
+		steps = appendTickAll(steps[:0], m, in, now)
 		before := m
 		for _, st := range steps {
 			c.add(before, st.Model, st.Decision, now)

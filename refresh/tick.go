@@ -74,7 +74,12 @@ type Step struct {
 // and event are written as if Tick had been called alone: the model
 // before step i is steps[i-1].Model (m for the first).
 func TickAll(m Model, in TickInput, now time.Time) []Step {
-	var steps []Step
+	return appendTickAll(nil, m, in, now)
+}
+
+// appendTickAll is TickAll appending the steps to steps, so that the
+// scheduler reuses one slice for a whole batch.
+func appendTickAll(steps []Step, m Model, in TickInput, now time.Time) []Step {
 	for range MaxTickSteps {
 		after, d := Tick(m, in, now)
 		if d.Event == "" {
