@@ -72,7 +72,7 @@ func Pause(m Model) (Model, Decision) {
 		return m, Decision{Event: EventPause, Rule: "pause", Why: "already paused: nothing changes", Unchanged: true}
 	}
 	m.Paused = true
-	m.WaitingForSlot = false
+	m.endWait()
 	return m, Decision{Event: EventPause, Rule: "pause", Why: "no new attempt starts until resumed"}
 }
 
@@ -123,7 +123,7 @@ func Cancel(m Model, now time.Time) (Model, Decision) {
 	m.AttemptNo = 0
 	m.closeDebounce()
 	m.SnoozedSince = time.Time{}
-	m.WaitingForSlot = false
+	m.endWait()
 	m.planScheduled(next)
 	d.Why = "cancelled; next run " + ts(m.RefreshAt)
 	if window {
@@ -173,7 +173,7 @@ func Edit(m Model, p Policy, now time.Time) (Model, Decision) {
 		m.planScheduled(first)
 	}
 	if m.WaitingForSlot && (m.RefreshAt.IsZero() || m.RefreshAt.After(now)) {
-		m.WaitingForSlot = false
+		m.endWait()
 	}
 	if p.MaxLateness <= 0 {
 		m.OffSchedule = false

@@ -49,7 +49,7 @@ func Skip(m Model, now time.Time) (Model, Decision) {
 		count = "at least " + count
 	}
 	m.planScheduled(m.nextOrZero(now))
-	m.WaitingForSlot = false
+	m.endWait()
 	return m, Decision{
 		Event: EventSkip, Rule: "catch_up.skip", AttemptNo: m.AttemptNo, Missed: missed,
 		Why: fmt.Sprintf("the start planned at %s is %s late, more than max_lateness %s: %s occurrence(s) missed; next run %s",

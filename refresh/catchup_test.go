@@ -102,7 +102,7 @@ func TestSkip(t *testing.T) {
 			model: func(t *testing.T) refresh.Model {
 				m := lateModel(t, "")
 				m.RefreshAt = occMorning
-				m, d := refresh.WaitForSlot(m, "queue default (max_running 1)", occMorning)
+				m, d := refresh.WaitForSlot(m, refresh.Limit{Kind: refresh.LimitQueue, Key: "default", MaxRunning: 1}, occMorning)
 				require.Equal(t, refresh.EventWait, d.Event)
 				return m
 			}},
@@ -139,7 +139,7 @@ func TestSkip(t *testing.T) {
 			require.Equal(t, tt.missed, d.Missed)
 			require.NotEmpty(t, d.Why)
 			want := before
-			want.RefreshAt, want.WaitingForSlot, want.OffSchedule = tt.refreshAt, false, false
+			want.RefreshAt, want.WaitingForSlot, want.WaitingLimit, want.OffSchedule = tt.refreshAt, false, "", false
 			requireModel(t, want, got) // attempt_no, counters and streak kept
 			require.Equal(t, before.AttemptNo, d.AttemptNo)
 			requireModel(t, got, steps[0].Model)

@@ -161,6 +161,10 @@ type State struct {
 	// WaitingForSlot is set while the model is due but a concurrency limit
 	// that matches it is full: it is not started and is not an attempt.
 	WaitingForSlot bool `json:"waiting_for_slot,omitempty"`
+	// WaitingLimit names the limit the wait is for (Limit.Name, e.g.
+	// "prefix:acme-") while WaitingForSlot is set, else "": the stores
+	// offer that limit's free slots to its waiting models.
+	WaitingLimit string `json:"waiting_limit,omitempty"`
 	// OffSchedule is set when refresh_at falls on a scheduled occurrence
 	// but was planned by a trigger, a retry delay or a snooze, which the
 	// catch-up window never skips. It is kept only for a policy with

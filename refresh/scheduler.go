@@ -305,7 +305,7 @@ func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, re
 				others-- // a start that supersedes the model's own attempt takes over its slot
 			}
 			if others >= l.MaxRunning {
-				in.FullLimit = l.String()
+				in.FullLimit = l
 				break
 			}
 		}

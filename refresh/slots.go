@@ -14,21 +14,29 @@ import (
 // an attempt. Slots go by refresh_at, then id.
 
 // WaitForSlot records that the start due at now waits for a slot of the
-// full concurrency limit named limit (e.g. `queue "exports" (max_running
-// 5)`): waiting_for_slot = true, nothing else changes, and the model stays
-// due. The decision, a wait event whose Reason is limit, is made once per
-// wait: it changes nothing (Decision.Event "") when the model already
-// waits or no start is due. Start, Skip, Pause, Cancel and Edit (when the
-// plan is no longer due) end the wait.
-func WaitForSlot(m Model, limit string, now time.Time) (Model, Decision) {
-	if m.WaitingForSlot || !m.CanStart(now) {
+// full concurrency limit l: waiting_for_slot = true and waiting_limit =
+// l.Name(), nothing else changes, and the model stays due. The decision, a
+// wait event whose Reason is l (e.g. `queue "exports" (max_running 5)`), is
+// made once per wait and limit: it changes nothing (Decision.Event "")
+// when the model already waits for l or no start is due, and is made
+// again when the model, offered a slot of the limit it waited for, finds
+// another limit full. Start, Skip, Pause, Cancel and Edit (when the plan
+// is no longer due) end the wait.
+func WaitForSlot(m Model, l Limit, now time.Time) (Model, Decision) {
+	if (m.WaitingForSlot && m.WaitingLimit == l.Name()) || !m.CanStart(now) {
 		return m, Decision{}
 	}
-	m.WaitingForSlot = true
+	m.WaitingForSlot, m.WaitingLimit = true, l.Name()
+	limit := l.String()
 	return m, Decision{
 		Event: EventWait, Rule: "slot.wait", AttemptNo: m.AttemptNo, Reason: limit,
 		Why: "due since " + ts(m.RefreshAt) + ", but " + limit + " has no free slot: the start waits",
 	}
+}
+
+// endWait ends the model's wait for a slot, if any.
+func (m *Model) endWait() {
+	m.WaitingForSlot, m.WaitingLimit = false, ""
 }
 
 // Kinds of concurrency limit (Limit.Kind).
@@ -61,6 +69,10 @@ func (l Limit) Covers(m Model) bool {
 	}
 	return false
 }
+
+// Name names the limit as kind:key, e.g. "prefix:acme-", as serve's
+// --max-running flag and a model's waiting_limit do.
+func (l Limit) Name() string { return l.Kind + ":" + l.Key }
 
 // String names the limit as a wait event's reason does, e.g. `queue
 // "exports" (max_running 5)`.

@@ -53,7 +53,8 @@ func Start(m Model, uid string, now time.Time) (Model, Decision) {
 	m.DeadlineAt = now.Add(timeout)
 	m.RefreshAt = m.DeadlineAt
 	m.StatusMessage = ""
-	m.WaitingForSlot, m.OffSchedule = false, false
+	m.endWait()
+	m.OffSchedule = false
 	return m, Decision{
 		Event: EventStart, Rule: "start", UID: uid, AttemptNo: m.AttemptNo,
 		Why: fmt.Sprintf("attempt %d starts, deadline %s", m.AttemptNo, ts(m.DeadlineAt)),

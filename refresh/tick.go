@@ -12,11 +12,10 @@ type TickInput struct {
 	// UID is the uid a start would give its attempt (a fresh xid). Tick
 	// uses it only for a start.
 	UID string
-	// FullLimit names a concurrency limit that matches the model and has
-	// no free slot, e.g. `queue "exports" (max_running 5)`; "" when every
-	// matching limit has a free slot, or none matches. A start it blocks
-	// waits (WaitForSlot).
-	FullLimit string
+	// FullLimit is a concurrency limit that matches the model and has no
+	// free slot; the zero Limit when every matching limit has a free slot,
+	// or none matches. A start it blocks waits (WaitForSlot).
+	FullLimit Limit
 }
 
 // MaxTickSteps bounds the steps TickAll takes at one instant; Tick never
@@ -55,7 +54,7 @@ func Tick(m Model, in TickInput, now time.Time) (Model, Decision) {
 	if after, d := Skip(m, now); d.Event != "" {
 		return after, d
 	}
-	if in.FullLimit != "" {
+	if in.FullLimit.Kind != "" {
 		return WaitForSlot(m, in.FullLimit, now)
 	}
 	return Start(m, in.UID, now)

@@ -14,7 +14,7 @@ import (
 func TestTick(t *testing.T) {
 	t.Parallel()
 	now := morning
-	const full = `queue "default" (max_running 1)`
+	full := refresh.Limit{Kind: refresh.LimitQueue, Key: "default", MaxRunning: 1}
 	const ext = `{` + parisSchedule + `, "timeout": "1h", "max_age": "2h", "max_lateness": "1h",
 		"trigger_debounce": {"quiet": "30s", "max_wait": "5m"}, "retry": {"delays": ["0s", "1m"]}}`
 	model := func(t *testing.T) refresh.Model {
@@ -70,13 +70,17 @@ func TestTick(t *testing.T) {
 			events: []string{refresh.EventFreshnessLost},
 			state: func(t *testing.T) refresh.Model {
 				m := model(t)
-				m.RefreshAt, m.WaitingForSlot, m.LastSuccessAt = now.Add(-time.Minute), true, now.Add(-2*time.Hour)
+				m.RefreshAt, m.WaitingForSlot, m.WaitingLimit, m.LastSuccessAt = now.Add(-time.Minute), true, full.Name(), now.Add(-2*time.Hour)
 				return m
 			}},
 		{name: "a full limit: the start waits", in: refresh.TickInput{FullLimit: full}, events: []string{refresh.EventWait},
 			state: func(t *testing.T) refresh.Model { m := model(t); m.RefreshAt = now; return m }},
 		{name: "a wait is made once", in: refresh.TickInput{FullLimit: full},
-			state: func(t *testing.T) refresh.Model { m := model(t); m.RefreshAt, m.WaitingForSlot = now, true; return m }},
+			state: func(t *testing.T) refresh.Model {
+				m := model(t)
+				m.RefreshAt, m.WaitingForSlot, m.WaitingLimit = now, true, full.Name()
+				return m
+			}},
 		{name: "a slot frees: the waiting model starts", events: []string{refresh.EventStart},
 			state: func(t *testing.T) refresh.Model { m := model(t); m.RefreshAt, m.WaitingForSlot = now, true; return m }},
 		{name: "a late start is skipped rather than waiting", in: refresh.TickInput{FullLimit: full}, events: []string{refresh.EventSkip},
@@ -110,7 +114,7 @@ func TestTick(t *testing.T) {
 				}
 				if d.Event == refresh.EventWait {
 					require.True(t, after.WaitingForSlot)
-					require.Equal(t, full, d.Reason)
+					require.Equal(t, full.String(), d.Reason)
 					require.False(t, after.DueAt().After(now), "a waiting model stays due")
 				}
 				prev = after
@@ -182,11 +186,21 @@ func TestSlotWaitEnds(t *testing.T) {
 	waiting := func(t *testing.T) refresh.Model {
 		m := transitionModel(t, `{`+parisSchedule+`, "timeout": "1h"}`)
 		m.RefreshAt = now
-		m, d := refresh.WaitForSlot(m, "prefix acme- (max_running 2)", now)
+		acme := refresh.Limit{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2}
+		m, d := refresh.WaitForSlot(m, acme, now)
 		require.Equal(t, refresh.EventWait, d.Event)
+		require.Equal(t, `prefix "acme-" (max_running 2)`, d.Reason)
 		require.Equal(t, refresh.PhaseWaitingForSlot, m.Phase())
-		_, again := refresh.WaitForSlot(m, "prefix acme- (max_running 2)", now)
+		require.Equal(t, "prefix:acme-", m.WaitingLimit)
+		_, again := refresh.WaitForSlot(m, acme, now)
 		require.Empty(t, again.Event, "once per wait")
+		// Offered a slot of acme-, the model finds its queue's limit full:
+		// it now waits for that one, with a wait event naming it.
+		exports := refresh.Limit{Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1}
+		other, d := refresh.WaitForSlot(m, exports, now)
+		require.Equal(t, refresh.EventWait, d.Event)
+		require.Equal(t, `queue "exports" (max_running 1)`, d.Reason)
+		require.Equal(t, "queue:exports", other.WaitingLimit)
 		return m
 	}
 	tests := []struct {

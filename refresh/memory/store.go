@@ -148,10 +148,11 @@ func due(m refresh.Model, now time.Time) bool {
 // ClaimDue passes to fn up to limit due models that do not wait for a
 // slot, by DueAt then id, and, while limits exist or models wait, the
 // waiting models that may take a slot (as the postgres store chooses
-// them: for each limit with free slots that covers a waiting model, that
-// many of its waiting models by refresh_at then id, leaving out those a
-// full limit covers; and the first waiting models by refresh_at then
-// id, as many as the batch has room for), with the limits that cover them, and writes its changes.
+// them: for each limit with free slots, that many of the models waiting
+// for it, by refresh_at then id; the models waiting for a limit that no
+// longer exists, up to limit; and the first waiting models by refresh_at
+// then id, as many as the batch has room for), with the limits that cover
+// them, and writes its changes.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,13 +166,12 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 			batch = append(batch, m)
 		}
 	}
-	byDue := func(a, b refresh.Model) int {
+	slices.SortFunc(batch, func(a, b refresh.Model) int {
 		if c := a.DueAt().Compare(b.DueAt()); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
-	}
-	slices.SortFunc(batch, byDue)
+	})
 	if len(batch) > limit {
 		batch = batch[:limit]
 	}
@@ -189,52 +189,61 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	return len(batch), s.commit(ctx, b)
 }
 
-// claimForSlots returns the limits that cover a model of batch or of
-// waiting with their current attempts, and batch with the waiting models
-// that may take a slot added (see ClaimDue); the caller holds s.mu.
+// claimForSlots returns batch with the waiting models that may take a
+// slot added (see ClaimDue), and the limits that cover a model of the
+// result or that a model waits for, with their current attempts; the
+// caller holds s.mu.
 func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int) (refresh.Slots, []refresh.Model) {
-	var slots refresh.Slots
-	var free []refresh.Limit
-	var frees []int
-	var full []refresh.Limit
-	for _, l := range s.sortedLimits() {
-		covering := slices.ContainsFunc(batch, l.Covers)
-		waits := slices.ContainsFunc(waiting, l.Covers)
-		if !covering && !waits {
-			continue
-		}
-		running := 0
-		for _, m := range s.models {
-			if m.Running() && l.Covers(m) {
-				running++
-			}
-		}
-		slots.Limits = append(slots.Limits, l)
-		slots.Running = append(slots.Running, running)
-		switch {
-		case running >= l.MaxRunning:
-			full = append(full, l)
-		case waits:
-			free, frees = append(free, l), append(frees, l.MaxRunning-running)
-		}
+	limits := s.sortedLimits()
+	exists := map[string]bool{}
+	for _, l := range limits {
+		exists[l.Name()] = true
 	}
-	taken := map[string]bool{}
+	waitedFor := map[string]bool{}
+	for _, m := range waiting {
+		waitedFor[m.WaitingLimit] = true
+	}
 	slices.SortFunc(waiting, func(a, b refresh.Model) int {
 		if c := a.RefreshAt.Compare(b.RefreshAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	for i, l := range free {
-		n := frees[i]
+	var slots refresh.Slots
+	counted := map[string]bool{}
+	count := func(l refresh.Limit) int {
+		running := 0
+		for _, m := range s.models {
+			if m.Running() && l.Covers(m) {
+				running++
+			}
+		}
+		counted[l.Name()] = true
+		slots.Limits = append(slots.Limits, l)
+		slots.Running = append(slots.Running, running)
+		return running
+	}
+	taken := map[string]bool{}
+	for _, l := range limits {
+		if !waitedFor[l.Name()] && !slices.ContainsFunc(batch, l.Covers) {
+			continue
+		}
+		free := l.MaxRunning - count(l)
 		for _, m := range waiting {
-			if n == 0 {
+			if free <= 0 {
 				break
 			}
-			if l.Covers(m) && !slices.ContainsFunc(full, func(f refresh.Limit) bool { return f.Covers(m) }) {
+			if m.WaitingLimit == l.Name() {
 				taken[m.ID] = true
-				n--
+				free--
 			}
+		}
+	}
+	orphans := 0
+	for _, m := range waiting {
+		if !exists[m.WaitingLimit] && orphans < limit {
+			taken[m.ID] = true
+			orphans++
 		}
 	}
 	for _, m := range waiting[:min(max(limit-len(batch), 0), len(waiting))] {
@@ -243,6 +252,12 @@ func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int) (refres
 	for _, m := range waiting {
 		if taken[m.ID] {
 			batch = append(batch, m)
+		}
+	}
+	// The limits that cover a waiting model taken but were not counted.
+	for _, l := range limits {
+		if !counted[l.Name()] && slices.ContainsFunc(batch, l.Covers) {
+			count(l)
 		}
 	}
 	return slots, batch

@@ -96,7 +96,7 @@ const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadli
 	last_success_at, last_error_kind, last_error_message, last_error_at,
 	disabled_at, disabled_reason, paused, status_message,
 	upstreams, upstreams_mode, last_changed_at, debounce_at, debounce_since,
-	debounce_cause, overdue_since, snoozed_since, waiting_for_slot, off_schedule`
+	debounce_cause, overdue_since, snoozed_since, waiting_for_slot, off_schedule, waiting_limit`
 
 // dueCondition selects the models that are, or can become, due and do not
 // wait for a slot. It matches the predicate of the partial index
@@ -123,6 +123,7 @@ type modelRow struct {
 	lastChangedAt, debounceAt, debounceSince, overdueSince        pgtype.Timestamptz
 	snoozedSince                                                  pgtype.Timestamptz
 	waitingForSlot, offSchedule                                   bool
+	waitingLimit                                                  pgtype.Text
 	tid                                                           pgtype.TID
 	dest                                                          []any
 }
@@ -139,7 +140,7 @@ func newModelRow(withTID bool) *modelRow {
 		&r.lastSuccessAt, &r.lastErrorKind, &r.lastErrorMessage, &r.lastErrorAt,
 		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage,
 		&r.upstreams, &r.upstreamsMode, &r.lastChangedAt, &r.debounceAt, &r.debounceSince,
-		&r.debounceCause, &r.overdueSince, &r.snoozedSince, &r.waitingForSlot, &r.offSchedule)
+		&r.debounceCause, &r.overdueSince, &r.snoozedSince, &r.waitingForSlot, &r.offSchedule, &r.waitingLimit)
 	return r
 }
 
@@ -189,6 +190,7 @@ func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (refresh.Model, er
 	m.OverdueSince = fromTimestamptz(r.overdueSince)
 	m.SnoozedSince = fromTimestamptz(r.snoozedSince)
 	m.WaitingForSlot = r.waitingForSlot
+	m.WaitingLimit = r.waitingLimit.String
 	m.OffSchedule = r.offSchedule
 	return m, nil
 }
@@ -432,7 +434,10 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	limited := len(info.limits) > 0 || info.waiting
 	var first []string
 	if limited {
-		first = []string{lockSlotsSQL}
+		// The slot statements are cheap, but the planner, which knows
+		// the limits table only by default estimates, may find them
+		// costly enough to compile them: a fifth of a second each time.
+		first = []string{lockSlotsSQL, "SET LOCAL jit = off"}
 	}
 	var locked lockedModels
 	tx, err := s.beginQuery(ctx, first, func(rows pgx.Rows) (err error) {
@@ -449,7 +454,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	defer tx.rollback() // a no-op after the commit
 	var slots refresh.Slots
 	if limited {
-		if slots, err = s.claimForSlots(ctx, tx, now, limit, info, &locked); err != nil {
+		if slots, err = s.claimForSlots(ctx, tx, now, limit, &locked); err != nil {
 			return 0, storeError("claim models waiting for a slot", err)
 		}
 	}
@@ -488,93 +493,123 @@ const lockSlotsSQL = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || 
 // coversSQL is Limit.Covers in SQL, for a limit l and a model m.
 const coversSQL = `CASE l.kind WHEN 'queue' THEN m.queue = l.key ELSE starts_with(m.id, l.key) END`
 
-// claimForSlots runs under the slots lock. It counts the current attempts
-// of the limits that cover a model of locked or a waiting model, and adds
-// to locked, in one more statement when there are any:
+// claimForSlots runs under the slots lock. It reads the limits as they
+// are (not as slotState last read them) and counts the current attempts of
+// those that cover a model of locked or that a model waits for; then it
+// adds to locked, in one more statement:
 //
-//   - for each such limit with free slots, as many of the waiting models
-//     it covers as it has free slots, earliest refresh_at first (then by
-//     id), leaving out those a full limit covers: the batch may be full
-//     of newly due models, and the earliest waiting ones still get the
-//     slots that freed, whatever the batch size;
-//   - waiting models in due order, up to limit models in all, as before
+//   - for each limit with free slots, as many of the models waiting for
+//     it (waiting_limit) as it has free slots, earliest refresh_at first
+//     (then by id): the batch may be full of newly due models, and the
+//     earliest waiting ones still get the slots that freed, whatever the
+//     batch size;
+//   - the models waiting for a limit that no longer exists, up to limit;
+//   - waiting models by refresh_at, up to limit models in all, as before
 //     the limits existed, so that each is looked at again (its catch-up
-//     window, its freshness instant, a limit that was removed).
+//     window, its freshness instant).
 //
-// It returns the limits it counted and their current attempts.
-func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit int, info slotInfo, locked *lockedModels) (refresh.Slots, error) {
-	var slots refresh.Slots
-	var freeKinds, freeKeys, fullPrefixes []string
-	fullQueues := []string{} // not NULL: <> ALL (NULL) is never true
-	// What slotState read may be a second old: under the lock the waiting
-	// models of each limit are looked at again.
-	anyWaiting := info.waiting
-	var free []int
-	if len(info.limits) > 0 {
-		n := len(info.limits)
-		kinds, keys, covering := make([]string, n), make([]string, n), make([]bool, n)
-		for i, l := range info.limits {
-			kinds[i], keys[i] = l.Kind, l.Key
-			covering[i] = slices.ContainsFunc(locked.models, l.Covers)
-		}
-		rows, err := tx.Query(ctx, `SELECT w.waiting, CASE WHEN l.covering OR w.waiting THEN
+// Every lookup goes through an index (models_waiting_limit,
+// models_waiting): a pass costs the same with a hundred thousand models
+// waiting. Last, it counts the limits that cover an added model and were
+// not counted yet. It returns the limits it counted and their current
+// attempts.
+func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit int, locked *lockedModels) (refresh.Slots, error) {
+	ids, queues := make([]string, len(locked.models)), make([]string, len(locked.models))
+	for i, m := range locked.models {
+		ids[i], queues[i] = m.ID, m.Queue
+	}
+	b := &pgx.Batch{}
+	// The names of the limits that models wait for, one index probe each
+	// (a loose scan of models_waiting_limit).
+	const waited = `WITH RECURSIVE w(name) AS (
+			(SELECT waiting_limit FROM models WHERE waiting_for_slot AND waiting_limit IS NOT NULL
+				ORDER BY waiting_limit LIMIT 1)
+			UNION ALL
+			SELECT (SELECT m.waiting_limit FROM models m WHERE m.waiting_for_slot AND m.waiting_limit > w.name
+				ORDER BY m.waiting_limit LIMIT 1)
+			FROM w WHERE w.name IS NOT NULL)`
+	b.Queue(waited+`
+		SELECT l.kind, l.key, l.max_running, l.waited,
+			CASE WHEN l.waited OR l.covering THEN
 				(SELECT count(*) FROM models m WHERE m.attempt_uid IS NOT NULL AND `+coversSQL+`) END
-			FROM unnest($1::text[], $2::text[], $3::bool[]) WITH ORDINALITY AS l(kind, key, covering, i)
-			CROSS JOIN LATERAL (SELECT EXISTS (SELECT FROM models m
-				WHERE m.waiting_for_slot AND m.due_at <= $4 AND `+coversSQL+`)) AS w(waiting)
-			ORDER BY l.i`, kinds, keys, covering, now)
-		if err != nil {
-			return slots, err
-		}
-		for i := 0; rows.Next(); i++ {
-			var waiting bool
+		FROM (SELECT l.kind, l.key, l.max_running, l.kind || ':' || l.key IN (SELECT name FROM w WHERE name IS NOT NULL) AS waited,
+				EXISTS (SELECT FROM unnest($1::text[], $2::text[]) AS m(id, queue) WHERE `+coversSQL+`) AS covering
+			FROM limits AS l) AS l
+		ORDER BY l.kind, l.key`, ids, queues)
+	// The names waited for that are no longer limits, and whether a model
+	// waits for none (it waited before waiting_limit existed).
+	b.Queue(waited + `
+		SELECT array(SELECT name FROM w WHERE name IS NOT NULL AND name NOT IN (SELECT kind || ':' || key FROM limits)),
+			EXISTS (SELECT FROM models WHERE waiting_for_slot AND waiting_limit IS NULL),
+			EXISTS (SELECT FROM w WHERE name IS NOT NULL)`)
+	var all []refresh.Limit
+	var slots refresh.Slots
+	var freeNames []string
+	var free []int
+	counted := map[string]bool{}
+	var gone []string
+	var unnamed, anyWaited bool
+	res := tx.SendBatch(ctx, b)
+	rows, err := res.Query()
+	if err == nil {
+		for rows.Next() {
+			var l refresh.Limit
+			var waits bool
 			var running *int
-			if err := rows.Scan(&waiting, &running); err != nil {
-				rows.Close()
-				return slots, err
+			if err = rows.Scan(&l.Kind, &l.Key, &l.MaxRunning, &waits, &running); err != nil {
+				break
 			}
+			all = append(all, l)
 			if running == nil {
 				continue
 			}
-			l := info.limits[i]
-			anyWaiting = anyWaiting || waiting
+			counted[l.Name()] = true
 			slots.Limits = append(slots.Limits, l)
 			slots.Running = append(slots.Running, *running)
-			switch {
-			case *running >= l.MaxRunning && l.Kind == refresh.LimitQueue:
-				fullQueues = append(fullQueues, l.Key)
-			case *running >= l.MaxRunning:
-				fullPrefixes = append(fullPrefixes, l.Key)
-			case waiting:
-				freeKinds, freeKeys = append(freeKinds, l.Kind), append(freeKeys, l.Key)
-				free = append(free, l.MaxRunning-*running)
+			if waits && *running < l.MaxRunning {
+				freeNames, free = append(freeNames, l.Name()), append(free, l.MaxRunning-*running)
 			}
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil {
-			return slots, err
+		if err == nil {
+			err = rows.Err()
 		}
 	}
-	room := limit - len(locked.models)
-	if len(free) == 0 && (room <= 0 || !anyWaiting) {
+	if err == nil {
+		err = res.QueryRow().Scan(&gone, &unnamed, &anyWaited)
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return slots, err
+	}
+	room := max(limit-len(locked.models), 0)
+	if !anyWaited && !unnamed {
+		room = 0
+	}
+	if len(free) == 0 && len(gone) == 0 && !unnamed && room == 0 {
 		return slots, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
+	rows, err = tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
 		WHERE id = ANY (ARRAY(
-			SELECT w.id FROM unnest($1::text[], $2::text[], $3::int[]) AS l(kind, key, free)
+			SELECT w.id FROM unnest($1::text[], $2::int[]) AS l(name, free)
 			CROSS JOIN LATERAL (SELECT m.id FROM models m
-				WHERE m.waiting_for_slot AND m.due_at <= $4 AND `+coversSQL+`
-					AND m.queue <> ALL ($5::text[])
-					AND NOT EXISTS (SELECT FROM unnest($6::text[]) AS p(key) WHERE starts_with(m.id, p.key))
-				ORDER BY m.refresh_at, m.id
+				WHERE m.waiting_for_slot AND m.waiting_limit = l.name AND m.due_at <= $3
+				ORDER BY m.waiting_limit, m.refresh_at, m.id -- models_waiting_limit's order
 				LIMIT l.free) AS w
 			UNION ALL
-			(SELECT m.id FROM models m WHERE m.waiting_for_slot AND m.due_at <= $4
+			(SELECT m.id FROM models m
+				WHERE m.waiting_for_slot AND m.due_at <= $3 AND (m.waiting_limit = ANY ($4::text[]) OR ($5 AND m.waiting_limit IS NULL))
+				ORDER BY m.refresh_at, m.id
+				LIMIT $6)
+			UNION ALL
+			(SELECT m.id FROM models m WHERE m.waiting_for_slot AND m.due_at <= $3
 				ORDER BY m.refresh_at, m.id
 				LIMIT $7)))
-			AND waiting_for_slot AND due_at <= $4
+			AND waiting_for_slot AND due_at <= $3
 		ORDER BY refresh_at, id
-		FOR UPDATE SKIP LOCKED`, freeKinds, freeKeys, free, now, fullQueues, fullPrefixes, max(room, 0))
+		FOR UPDATE SKIP LOCKED`, freeNames, free, now, gone, unnamed, limit, room)
 	if err != nil {
 		return slots, err
 	}
@@ -584,6 +619,32 @@ func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit 
 	}
 	locked.models = append(locked.models, more.models...)
 	locked.tids = append(locked.tids, more.tids...)
+	// A waiting model added may be covered by a limit that neither covers
+	// the batch nor has models waiting for it: count it too.
+	var extra []refresh.Limit
+	for _, l := range all {
+		if !counted[l.Name()] && slices.ContainsFunc(more.models, l.Covers) {
+			extra = append(extra, l)
+		}
+	}
+	if len(extra) == 0 {
+		return slots, nil
+	}
+	kinds, keys := make([]string, len(extra)), make([]string, len(extra))
+	for i, l := range extra {
+		kinds[i], keys[i] = l.Kind, l.Key
+	}
+	rows, err = tx.Query(ctx, `SELECT (SELECT count(*) FROM models m WHERE m.attempt_uid IS NOT NULL AND `+coversSQL+`)
+		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS l(kind, key, i) ORDER BY l.i`, kinds, keys)
+	if err != nil {
+		return slots, err
+	}
+	running, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return slots, err
+	}
+	slots.Limits = append(slots.Limits, extra...)
+	slots.Running = append(slots.Running, running...)
 	return slots, nil
 }
 

@@ -51,7 +51,7 @@ const (
 	colOverdueSince
 	colOverdueAt
 	colSnoozedSince
-	colWaitingForSlot
+	colWaitingForSlot // waiting_for_slot, waiting_limit
 	colOffSchedule
 	numColumns
 )
@@ -84,11 +84,12 @@ var columnSQL = [numColumns]struct {
 	colLastChangedAt:  {[]string{"timestamptz[]"}, []string{"last_changed_at"}, []string{"last_changed_at = u.last_changed_at"}},
 	colDebounce: {[]string{"timestamptz[]", "timestamptz[]", "text[]"}, []string{"debounce_at", "debounce_since", "debounce_cause"},
 		[]string{"debounce_at = u.debounce_at", "debounce_since = u.debounce_since", "debounce_cause = u.debounce_cause"}},
-	colOverdueSince:   {[]string{"timestamptz[]"}, []string{"overdue_since"}, []string{"overdue_since = u.overdue_since"}},
-	colOverdueAt:      {[]string{"timestamptz[]"}, []string{"overdue_at"}, []string{"overdue_at = u.overdue_at"}},
-	colSnoozedSince:   {[]string{"timestamptz[]"}, []string{"snoozed_since"}, []string{"snoozed_since = u.snoozed_since"}},
-	colWaitingForSlot: {[]string{"bool[]"}, []string{"waiting_for_slot"}, []string{"waiting_for_slot = u.waiting_for_slot"}},
-	colOffSchedule:    {[]string{"bool[]"}, []string{"off_schedule"}, []string{"off_schedule = u.off_schedule"}},
+	colOverdueSince: {[]string{"timestamptz[]"}, []string{"overdue_since"}, []string{"overdue_since = u.overdue_since"}},
+	colOverdueAt:    {[]string{"timestamptz[]"}, []string{"overdue_at"}, []string{"overdue_at = u.overdue_at"}},
+	colSnoozedSince: {[]string{"timestamptz[]"}, []string{"snoozed_since"}, []string{"snoozed_since = u.snoozed_since"}},
+	colWaitingForSlot: {[]string{"bool[]", "text[]"}, []string{"waiting_for_slot", "waiting_limit"},
+		[]string{"waiting_for_slot = u.waiting_for_slot", "waiting_limit = u.waiting_limit"}},
+	colOffSchedule: {[]string{"bool[]"}, []string{"off_schedule"}, []string{"off_schedule = u.off_schedule"}},
 }
 
 // updateStatements caches the statement of each set of columns.
@@ -162,7 +163,7 @@ func changedColumns(old, m *refresh.Model) uint32 {
 		colDebounce:            !old.DebounceAt.Equal(m.DebounceAt) || !old.DebounceSince.Equal(m.DebounceSince) || old.DebounceCause != m.DebounceCause,
 		colOverdueSince:        !old.OverdueSince.Equal(m.OverdueSince),
 		colSnoozedSince:        !old.SnoozedSince.Equal(m.SnoozedSince),
-		colWaitingForSlot:      old.WaitingForSlot != m.WaitingForSlot,
+		colWaitingForSlot:      old.WaitingForSlot != m.WaitingForSlot || waitingLimit(old) != waitingLimit(m),
 		colOffSchedule:         old.OffSchedule != m.OffSchedule,
 	}
 	// overdue_at follows the policy's max_age, last_success_at, created_at
@@ -205,6 +206,7 @@ type updateArrays struct {
 	lastChangedAt, debounceAt, debounceSince       []pgtype.Timestamptz
 	overdueSince, overdueAt, snoozedSince          []pgtype.Timestamptz
 	waitingForSlot, offSchedule                    []bool
+	waitingLimit                                   []pgtype.Text
 }
 
 func newUpdateArrays(mask uint32, n int) *updateArrays {
@@ -246,7 +248,7 @@ func newUpdateArrays(mask uint32, n int) *updateArrays {
 	a.lastChangedAt, a.overdueSince, a.overdueAt, a.snoozedSince = times(colLastChangedAt), times(colOverdueSince), times(colOverdueAt), times(colSnoozedSince)
 	a.debounceAt, a.debounceSince, a.debounceCause = times(colDebounce), times(colDebounce), texts(colDebounce)
 	if has(colWaitingForSlot) {
-		a.waitingForSlot = make([]bool, 0, n)
+		a.waitingForSlot, a.waitingLimit = make([]bool, 0, n), texts(colWaitingForSlot)
 	}
 	if has(colOffSchedule) {
 		a.offSchedule = make([]bool, 0, n)
@@ -351,6 +353,7 @@ func (a *updateArrays) add(m *refresh.Model) error {
 	}
 	if has(colWaitingForSlot) {
 		a.waitingForSlot = append(a.waitingForSlot, m.WaitingForSlot)
+		a.waitingLimit = append(a.waitingLimit, text(waitingLimit(m)))
 	}
 	if has(colOffSchedule) {
 		a.offSchedule = append(a.offSchedule, m.OffSchedule)
@@ -415,7 +418,7 @@ func (a *updateArrays) args() []any {
 		case colSnoozedSince:
 			out = append(out, a.snoozedSince)
 		case colWaitingForSlot:
-			out = append(out, a.waitingForSlot)
+			out = append(out, a.waitingForSlot, a.waitingLimit)
 		case colOffSchedule:
 			out = append(out, a.offSchedule)
 		}

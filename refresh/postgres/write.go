@@ -26,13 +26,13 @@ const modelUnnest = `unnest($1::text[], $2::text[], $3::text[], $4::text[],
 		$10::timestamptz[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::text[],
 		$15::text[], $16::timestamptz[], $17::timestamptz[], $18::text[], $19::bool[], $20::text[], $21::bool[],
 		$22::text[], $23::text[], $24::timestamptz[], $25::timestamptz[], $26::timestamptz[], $27::text[],
-		$28::timestamptz[], $29::timestamptz[], $30::bool[], $31::bool[], $32::timestamptz[])
+		$28::timestamptz[], $29::timestamptz[], $30::bool[], $31::bool[], $32::timestamptz[], $33::text[])
 	AS u(id, queue, payload, policy, created_at, refresh_at, deadline_at,
 		attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
 		last_success_at, last_error_kind, last_error_message, last_error_at,
 		disabled_at, disabled_reason, paused, status_message, keep_payload,
 		upstreams, upstreams_mode, last_changed_at, debounce_at, debounce_since, debounce_cause,
-		overdue_since, snoozed_since, waiting_for_slot, off_schedule, overdue_at)`
+		overdue_since, snoozed_since, waiting_for_slot, off_schedule, overdue_at, waiting_limit)`
 
 // upstreamsSQL turns the upstreams of a row of an unnest, sent as their ids
 // separated by spaces (an id holds none), into a text[].
@@ -45,7 +45,7 @@ const insertModels = `INSERT INTO models (` + modelColumns + `, overdue_at, upda
 		u.last_error_at, u.disabled_at, u.disabled_reason, u.paused, u.status_message,
 		` + upstreamsSQL + `, u.upstreams_mode, u.last_changed_at, u.debounce_at, u.debounce_since,
 		u.debounce_cause, u.overdue_since, u.snoozed_since, u.waiting_for_slot, u.off_schedule,
-		u.overdue_at, now()
+		u.waiting_limit, u.overdue_at, now()
 	FROM ` + modelUnnest + `
 	ON CONFLICT (id) DO NOTHING`
 
@@ -94,6 +94,7 @@ type modelArrays struct {
 	lastChangedAt, debounceAt, debounceSince, overdueSince      []*time.Time
 	snoozedSince, overdueAt                                     []*time.Time
 	waitingForSlot, offSchedule                                 []bool
+	waitingLimit                                                []*string
 }
 
 // upstreamsText returns upstreams as upstreamsSQL reads them: the ids
@@ -165,6 +166,7 @@ func (a *modelArrays) add(m refresh.Model) error {
 	a.waitingForSlot = append(a.waitingForSlot, m.WaitingForSlot)
 	a.offSchedule = append(a.offSchedule, m.OffSchedule)
 	a.overdueAt = append(a.overdueAt, nullTime(overdueAt(&m)))
+	a.waitingLimit = append(a.waitingLimit, nullString(waitingLimit(&m)))
 	return nil
 }
 
@@ -174,7 +176,15 @@ func (a *modelArrays) args() []any {
 		a.lastSuccessAt, a.lastErrorKind, a.lastErrorMessage, a.lastErrorAt,
 		a.disabledAt, a.disabledReason, a.paused, a.statusMessage, a.keepPayload,
 		a.upstreams, a.upstreamsMode, a.lastChangedAt, a.debounceAt, a.debounceSince, a.debounceCause,
-		a.overdueSince, a.snoozedSince, a.waitingForSlot, a.offSchedule, a.overdueAt}
+		a.overdueSince, a.snoozedSince, a.waitingForSlot, a.offSchedule, a.overdueAt, a.waitingLimit}
+}
+
+// waitingLimit returns the limit m waits for, or "" when it does not wait.
+func waitingLimit(m *refresh.Model) string {
+	if !m.WaitingForSlot {
+		return ""
+	}
+	return m.WaitingLimit
 }
 
 // attemptArrays holds a batch of history rows column by column.

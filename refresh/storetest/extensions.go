@@ -21,7 +21,7 @@ func extended(id string) refresh.Model {
 	m.State.DebounceAt, m.State.DebounceSince, m.State.DebounceCause = t0.Add(time.Minute), t0.Add(-time.Minute), refresh.CauseUpstream
 	m.State.OverdueSince = t0.Add(-2 * time.Hour)
 	m.State.SnoozedSince = t0.Add(-3 * time.Hour)
-	m.State.WaitingForSlot, m.State.OffSchedule = true, true
+	m.State.WaitingForSlot, m.State.WaitingLimit, m.State.OffSchedule = true, "queue:tables", true
 	return m
 }
 
@@ -41,7 +41,8 @@ func testExtensionFields(t *testing.T, s refresh.Store) {
 		func(m *refresh.Model) { m.DebounceAt, m.DebounceSince, m.DebounceCause = time.Time{}, time.Time{}, "" },
 		func(m *refresh.Model) { m.OverdueSince = time.Time{} },
 		func(m *refresh.Model) { m.SnoozedSince = time.Time{} },
-		func(m *refresh.Model) { m.WaitingForSlot, m.OffSchedule = false, false },
+		func(m *refresh.Model) { m.WaitingLimit = "prefix:x" },
+		func(m *refresh.Model) { m.WaitingForSlot, m.WaitingLimit, m.OffSchedule = false, "", false },
 		func(m *refresh.Model) { m.Upstreams = nil },
 	} {
 		change(&m)
@@ -110,7 +111,7 @@ func testClaimWaitingLast(t *testing.T, s refresh.Store) {
 	var ms []refresh.Model
 	for _, id := range []string{"w1", "w2"} {
 		m := model(id, t0.Add(-time.Hour))
-		m.WaitingForSlot = true
+		m.WaitingForSlot, m.WaitingLimit = true, "queue:tables"
 		ms = append(ms, m)
 	}
 	ms = append(ms, model("fresh", t0.Add(-time.Minute)))
@@ -130,9 +131,9 @@ func testClaimWaitingLast(t *testing.T, s refresh.Store) {
 }
 
 // A batch full of newly due models still brings, for each limit with
-// free slots, that many of the earliest waiting models it covers (by
-// refresh_at), leaving out those a full limit covers; room left in the
-// batch is filled with waiting models by refresh_at.
+// free slots, that many of the earliest models waiting for it (by
+// refresh_at), and the models waiting for a limit that no longer exists;
+// room left in the batch is filled with waiting models by refresh_at.
 func testSlotsToEarliest(t *testing.T, s refresh.Store) {
 	ctx := context.Background()
 	running := func(id, queue string) refresh.Model {
@@ -140,16 +141,17 @@ func testSlotsToEarliest(t *testing.T, s refresh.Store) {
 		m.Queue, m.AttemptUID, m.AttemptNo, m.StartedAt, m.DeadlineAt = queue, "uid-"+id, 1, t0, t0.Add(time.Hour)
 		return m
 	}
-	waiting := func(id, queue string, refreshAt time.Time) refresh.Model {
+	waiting := func(id, queue, limit string, refreshAt time.Time) refresh.Model {
 		m := model(id, refreshAt)
-		m.Queue, m.WaitingForSlot = queue, true
+		m.Queue, m.WaitingForSlot, m.WaitingLimit = queue, true, limit
 		return m
 	}
 	put(t, s,
 		running("acme-r", "tables"), running("ex-r", "exports"),
-		waiting("acme-w0", "exports", t0.Add(-3*time.Hour)), // exports is full
-		waiting("acme-w2", "tables", t0.Add(-time.Hour)),
-		waiting("acme-w1", "tables", t0.Add(-2*time.Hour)),
+		waiting("acme-w0", "exports", "queue:exports", t0.Add(-3*time.Hour)), // exports is full
+		waiting("acme-w2", "tables", "prefix:acme-", t0.Add(-time.Hour)),
+		waiting("acme-w1", "tables", "prefix:acme-", t0.Add(-2*time.Hour)),
+		waiting("orphan", "tables", "queue:removed", t0),
 		model("n1", t0.Add(-time.Minute)), model("n2", t0.Add(-time.Minute)))
 	for _, l := range []refresh.Limit{
 		{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2},
@@ -173,15 +175,15 @@ func testSlotsToEarliest(t *testing.T, s refresh.Store) {
 		return ids, slots
 	}
 	ids, slots := claim(2)
-	require.ElementsMatch(t, []string{"n1", "n2", "acme-w1"}, ids)
+	require.ElementsMatch(t, []string{"n1", "n2", "acme-w1", "orphan"}, ids)
 	require.Equal(t, refresh.Slots{
 		Limits:  []refresh.Limit{{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2}, {Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1}},
 		Running: []int{1, 1},
 	}, slots)
 	ids, _ = claim(4)
-	require.ElementsMatch(t, []string{"n1", "n2", "acme-w0", "acme-w1"}, ids)
+	require.ElementsMatch(t, []string{"n1", "n2", "acme-w0", "acme-w1", "orphan"}, ids)
 	ids, _ = claim(10)
-	require.ElementsMatch(t, []string{"n1", "n2", "acme-w0", "acme-w1", "acme-w2"}, ids)
+	require.ElementsMatch(t, []string{"n1", "n2", "acme-w0", "acme-w1", "acme-w2", "orphan"}, ids)
 }
 
 func testSlots(t *testing.T, s refresh.Store) {
