@@ -2,11 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/refresh"
 )
 
 const (
@@ -95,4 +98,48 @@ func BenchmarkClaimDueSQL(b *testing.B) {
 	}
 	require.Equal(b, benchModels*b.N, claimed)
 	b.ReportMetric(float64(claimed)/b.Elapsed().Seconds(), "models/s")
+}
+
+// BenchmarkClaimDueWaiting is one scheduler pass while models wait for a
+// slot: N models waiting for the limit prefix:model- (one slot free),
+// ten waiting for prefix:other- (five free), and a third limit nobody
+// waits for. The pass finds the limits waited for, counts their attempts,
+// takes each limit's earliest waiting models and fills the batch of 1000
+// with waiting models (locking them), writing nothing. Its time should
+// not grow with N.
+func BenchmarkClaimDueWaiting(b *testing.B) {
+	for _, n := range []int{1000, benchModels} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			bb := setup(b)
+			ctx := context.Background()
+			_, err := bb.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at, waiting_for_slot, waiting_limit)
+				SELECT 'model-' || lpad(i::text, 6, '0'), 'tables', '{}'::json, '{"timeout": "1h"}'::jsonb,
+					$1::timestamptz, $1::timestamptz - i * interval '1 millisecond', true, 'prefix:model-'
+				FROM generate_series(1, $2::int) AS i
+				UNION ALL
+				SELECT 'other-' || i, 'exports', '{}'::json, '{"timeout": "1h"}'::jsonb, $1::timestamptz, $1::timestamptz, true, 'prefix:other-'
+				FROM generate_series(1, 10) AS i`, t0, n)
+			require.NoError(b, err)
+			_, err = bb.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at, attempt_uid, attempt_no, started_at, deadline_at)
+				SELECT 'model-r' || i, 'tables', '{}', '{"timeout": "1h"}', $1::timestamptz, $2::timestamptz, 'uid-' || i, 1, $1::timestamptz, $2::timestamptz
+				FROM generate_series(1, 6) AS i`, t0, t0.Add(time.Hour))
+			require.NoError(b, err)
+			for _, l := range []refresh.Limit{{Kind: refresh.LimitPrefix, Key: "model-", MaxRunning: 7},
+				{Kind: refresh.LimitPrefix, Key: "other-", MaxRunning: 5}, {Kind: refresh.LimitQueue, Key: "idle", MaxRunning: 3}} {
+				_, err := bb.store.PutLimit(ctx, l, false)
+				require.NoError(b, err)
+			}
+			_, err = bb.pool.Exec(ctx, `VACUUM ANALYZE models`)
+			require.NoError(b, err)
+			for b.Loop() {
+				claimed, err := bb.store.ClaimDue(ctx, t0, benchBatch, func(due []refresh.Model, slots refresh.Slots) (refresh.Batch, error) {
+					return refresh.Batch{}, nil
+				})
+				require.NoError(b, err)
+				// The batch's 1000 earliest waiting models (all model-), and
+				// five other- for the free slots of their limit.
+				require.Equal(b, benchBatch+5, claimed)
+			}
+		})
+	}
 }
