@@ -189,6 +189,7 @@ func TestE2ELimitThreeInstances(t *testing.T) {
 		return view["waiting_for_slot"] == true
 	})
 	require.Equal(t, "waiting_for_slot", view["state"], view)
+	require.Equal(t, "prefix:"+prefix, view["waiting_limit"], view)
 	require.Nil(t, view["attempt_uid"], view)
 	var waitingSnapshot []string
 	rows, err := e.db.Query(ctx, `SELECT id FROM models WHERE waiting_for_slot ORDER BY id`)

@@ -685,7 +685,10 @@ func printExtensions(tw *table, m refreshhttp.ModelWithRuns, both func(refreshht
 	if m.WaitingFor != "" {
 		tw.row("waiting", string(m.WaitingFor))
 	}
-	if m.WaitingForSlot {
+	switch {
+	case m.WaitingForSlot && m.WaitingLimit != nil:
+		tw.row("waiting for slot", "yes (due, but the concurrency limit "+*m.WaitingLimit+" is full)")
+	case m.WaitingForSlot:
 		tw.row("waiting for slot", "yes (due, but a concurrency limit of its queue or id prefix is full)")
 	}
 	switch {

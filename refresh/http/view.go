@@ -88,6 +88,9 @@ type Model struct {
 	// scheduled or idle.
 	State          string `json:"state"`
 	WaitingForSlot bool   `json:"waiting_for_slot"`
+	// WaitingLimit names the full limit a waiting model waits for, as
+	// kind:key (e.g. "prefix:acme-"); null when it does not wait.
+	WaitingLimit *string `json:"waiting_limit"`
 	// OverdueSince is set while a freshness episode is open; OverdueAt is
 	// when the model becomes overdue without a success (null without
 	// max_age).
@@ -199,6 +202,9 @@ func newModel(m refresh.Model) Model {
 		v.UpstreamsMode = refresh.UpstreamsAll
 	}
 	v.State, v.WaitingForSlot = m.Phase(), m.WaitingForSlot
+	if m.WaitingForSlot && m.WaitingLimit != "" {
+		v.WaitingLimit = &m.WaitingLimit
+	}
 	v.OverdueSince, v.DebounceAt, v.SnoozedSince, v.LastChangedAt = Time(m.OverdueSince), Time(m.DebounceAt), Time(m.SnoozedSince), Time(m.LastChangedAt)
 	if at, ok := m.OverdueAt(); ok {
 		v.OverdueAt = Time(at)

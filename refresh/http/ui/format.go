@@ -179,6 +179,9 @@ func stateOf(m refresh.Model) state {
 	case refresh.PhaseRetrying:
 		return state{"failing", "failing", fmt.Sprintf("%s in a row; the next attempt is planned.", plural(m.ConsecutiveFailures, "failure"))}
 	case refresh.PhaseWaitingForSlot:
+		if kind, key, ok := strings.Cut(m.WaitingLimit, ":"); ok {
+			return state{"waiting for a slot", "running", fmt.Sprintf("It is due, but the concurrency limit of the %s %q is full; it starts when a slot frees.", kind, key)}
+		}
 		return state{"waiting for a slot", "running", "It is due, but a concurrency limit of its queue or id prefix is full; it starts when a slot frees."}
 	case refresh.PhaseScheduled:
 		if m.RefreshAt.IsZero() {
