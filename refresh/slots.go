@@ -102,18 +102,3 @@ func CheckLimit(l Limit) error {
 	}
 	return errs.err()
 }
-
-// LimitsCovering returns the limits among limits that cover at least one
-// of models, in the order of limits.
-func LimitsCovering(limits []Limit, models []Model) []Limit {
-	var out []Limit
-	for _, l := range limits {
-		for _, m := range models {
-			if l.Covers(m) {
-				out = append(out, l)
-				break
-			}
-		}
-	}
-	return out
-}

@@ -11,60 +11,39 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// slotCacheFor is how long ClaimDue trusts what it read of the limits and
-// of the waiting models: a pass reads them at most that often, so that a
-// database without limits costs the scheduler nothing more.
+// slotCacheFor is how long ClaimDue trusts what it read of whether limits
+// exist or models wait for a slot: a pass reads it at most that often, so
+// that a database without limits costs the scheduler nothing more.
 const slotCacheFor = time.Second
 
-// slotCache is what ClaimDue last read of the limits.
+// slotCache is what ClaimDue last read.
 type slotCache struct {
-	mu   sync.Mutex
-	at   time.Time // by the caller's clock; zero: stale
-	last slotInfo
+	mu      sync.Mutex
+	at      time.Time // by the caller's clock; zero: stale
+	limited bool
 }
 
-// slotInfo is the limits and whether a model waits for a slot.
-type slotInfo struct {
-	limits  []refresh.Limit
-	waiting bool
-}
-
-// slotState returns the limits and whether a model waits for a slot, read
+// limited reports whether limits exist or a model waits for a slot, read
 // on t at most once per slotCacheFor of now.
-func (s *Store) slotState(ctx context.Context, t conn, now time.Time) (slotInfo, error) {
+func (s *Store) limited(ctx context.Context, t conn, now time.Time) (bool, error) {
 	c := &s.slots
 	c.mu.Lock()
-	at, last := c.at, c.last
+	at, limited := c.at, c.limited
 	c.mu.Unlock()
 	if !at.IsZero() && now.Sub(at) < slotCacheFor && !now.Before(at) {
-		return last, nil
+		return limited, nil
 	}
-	var info slotInfo
-	rows, err := t.Query(ctx, `SELECT l.kind, l.key, l.max_running, w.waiting
-		FROM (SELECT EXISTS (SELECT FROM models WHERE waiting_for_slot) AS waiting) w
-		LEFT JOIN limits l ON true
-		ORDER BY l.kind, l.key`)
+	rows, err := t.Query(ctx, `SELECT EXISTS (SELECT FROM limits) OR EXISTS (SELECT FROM models WHERE waiting_for_slot)`)
 	if err != nil {
-		return slotInfo{}, err
+		return false, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind, key *string
-		var maxRunning *int
-		if err := rows.Scan(&kind, &key, &maxRunning, &info.waiting); err != nil {
-			return slotInfo{}, err
-		}
-		if kind != nil {
-			info.limits = append(info.limits, refresh.Limit{Kind: *kind, Key: *key, MaxRunning: *maxRunning})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return slotInfo{}, err
+	if limited, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool]); err != nil {
+		return false, err
 	}
 	c.mu.Lock()
-	c.at, c.last = now, info
+	c.at, c.limited = now, limited
 	c.mu.Unlock()
-	return info, nil
+	return limited, nil
 }
 
 // forgetSlots makes the next pass read the limits again.

@@ -42,7 +42,7 @@ type Store struct {
 	owned bool
 	// policies decodes the policies of the models read.
 	policies policyCache
-	// slots is what ClaimDue last read of the limits.
+	// slots is what ClaimDue last read of whether limits exist.
 	slots slotCache
 }
 
@@ -427,11 +427,10 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if limit <= 0 {
 		return 0, nil
 	}
-	info, err := s.slotState(ctx, s.pool, now)
+	limited, err := s.limited(ctx, s.pool, now)
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
-	limited := len(info.limits) > 0 || info.waiting
 	var first []string
 	if limited {
 		// The slot statements are cheap, but the planner, which knows
@@ -494,7 +493,7 @@ const lockSlotsSQL = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || 
 const coversSQL = `CASE l.kind WHEN 'queue' THEN m.queue = l.key ELSE starts_with(m.id, l.key) END`
 
 // claimForSlots runs under the slots lock. It reads the limits as they
-// are (not as slotState last read them) and counts the current attempts of
+// are (not as limited last read them) and counts the current attempts of
 // those that cover a model of locked or that a model waits for; then it
 // adds to locked, in one more statement:
 //
