@@ -136,11 +136,6 @@ func testClaimWaitingLast(t *testing.T, s refresh.Store) {
 // room left in the batch is filled with waiting models by refresh_at.
 func testSlotsToEarliest(t *testing.T, s refresh.Store) {
 	ctx := context.Background()
-	running := func(id, queue string) refresh.Model {
-		m := model(id, t0.Add(time.Hour))
-		m.Queue, m.AttemptUID, m.AttemptNo, m.StartedAt, m.DeadlineAt = queue, "uid-"+id, 1, t0, t0.Add(time.Hour)
-		return m
-	}
 	waiting := func(id, queue, limit string, refreshAt time.Time) refresh.Model {
 		m := model(id, refreshAt)
 		m.Queue, m.WaitingForSlot, m.WaitingLimit = queue, true, limit
@@ -153,14 +148,10 @@ func testSlotsToEarliest(t *testing.T, s refresh.Store) {
 		waiting("acme-w1", "tables", "prefix:acme-", t0.Add(-2*time.Hour)),
 		waiting("orphan", "tables", "queue:removed", t0),
 		model("n1", t0.Add(-time.Minute)), model("n2", t0.Add(-time.Minute)))
-	for _, l := range []refresh.Limit{
-		{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2},
-		{Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1},
-		{Kind: refresh.LimitQueue, Key: "unused", MaxRunning: 1},
-	} {
-		_, err := s.PutLimit(ctx, l, false)
-		require.NoError(t, err)
-	}
+	putLimits(t, s,
+		refresh.Limit{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2},
+		refresh.Limit{Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1},
+		refresh.Limit{Kind: refresh.LimitQueue, Key: "unused", MaxRunning: 1})
 	claim := func(limit int) ([]string, refresh.Slots) {
 		var ids []string
 		var slots refresh.Slots
@@ -186,13 +177,24 @@ func testSlotsToEarliest(t *testing.T, s refresh.Store) {
 	require.ElementsMatch(t, []string{"n1", "n2", "acme-w0", "acme-w1", "acme-w2", "orphan"}, ids)
 }
 
+// running returns a model of queue whose attempt 1 runs since t0.
+func running(id, queue string) refresh.Model {
+	m := model(id, t0.Add(time.Hour))
+	m.Queue, m.AttemptUID, m.AttemptNo, m.StartedAt, m.DeadlineAt = queue, "uid-"+id, 1, t0, t0.Add(time.Hour)
+	return m
+}
+
+// putLimits creates or replaces limits.
+func putLimits(t *testing.T, s refresh.Store, limits ...refresh.Limit) {
+	t.Helper()
+	for _, l := range limits {
+		_, err := s.PutLimit(context.Background(), l, false)
+		require.NoError(t, err)
+	}
+}
+
 func testSlots(t *testing.T, s refresh.Store) {
 	ctx := context.Background()
-	running := func(id, queue string) refresh.Model {
-		m := model(id, t0.Add(time.Hour))
-		m.Queue, m.AttemptUID, m.AttemptNo, m.StartedAt, m.DeadlineAt = queue, "uid-"+id, 1, t0, t0.Add(time.Hour)
-		return m
-	}
 	due := model("acme-due", t0)
 	put(t, s, running("acme-1", "tables"), running("acme-2", "exports"), running("other", "tables"), due, model("x-due", t0))
 
@@ -203,14 +205,10 @@ func testSlots(t *testing.T, s refresh.Store) {
 	})
 	require.NoError(t, err)
 
-	for _, l := range []refresh.Limit{
-		{Kind: refresh.LimitQueue, Key: "tables", MaxRunning: 5},
-		{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2},
-		{Kind: refresh.LimitQueue, Key: "unused", MaxRunning: 1},
-	} {
-		_, err := s.PutLimit(ctx, l, false)
-		require.NoError(t, err)
-	}
+	putLimits(t, s,
+		refresh.Limit{Kind: refresh.LimitQueue, Key: "tables", MaxRunning: 5},
+		refresh.Limit{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2},
+		refresh.Limit{Kind: refresh.LimitQueue, Key: "unused", MaxRunning: 1})
 	_, err = s.ClaimDue(ctx, t0.Add(time.Second), 10, func(due []refresh.Model, slots refresh.Slots) (refresh.Batch, error) {
 		require.Len(t, due, 2)
 		require.Equal(t, refresh.Slots{
