@@ -641,4 +641,7 @@ func TestModelExtensions(t *testing.T) {
 	_, body = br.get("/ui/models/prices")
 	require.Regexp(t, `<span class="badge running" title="[^"]*">waiting for a slot</span>`, body)
 	contains(t, body, "<dt>Waiting for a slot</dt>")
+	b.modify(t, "prices", func(m *refresh.Model) { m.WaitingLimit = "prefix:pri" })
+	_, body = br.get("/ui/models/prices")
+	contains(t, body, `the concurrency limit of the prefix &#34;pri&#34; is full`)
 }
