@@ -14,7 +14,8 @@ type ConsumerConfig struct {
 	Store    Store
 	Outcomes Outcomes
 	Clock    Clock
-	// BatchSize is how many outcomes one pass applies (default 1000).
+	// BatchSize is how many outcomes one pass applies (default
+	// DefaultBatchSize).
 	BatchSize int
 	// Block is how long Receive waits for an outcome in Start (default 1s).
 	Block time.Duration
@@ -37,7 +38,7 @@ func (c *ConsumerConfig) validate() error {
 		return errors.New("consumer: Store, Outcomes and Clock are required")
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = 1000
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.Block <= 0 {
 		c.Block = time.Second

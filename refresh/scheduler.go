@@ -13,13 +13,21 @@ import (
 	"github.com/rs/xid"
 )
 
+// DefaultBatchSize is how many models a scheduler pass claims, and how
+// many outcomes a consumer pass applies, unless configured. With 750
+// rather than 1000, freshen serve's peak RSS over 100,000 models due at
+// once is about 62 MB rather than 70, with the same throughput (freshen
+// bench e2e, alternated runs).
+const DefaultBatchSize = 750
+
 // SchedulerConfig configures a Scheduler. Store, Queue and Clock are
 // required; the rest have defaults.
 type SchedulerConfig struct {
 	Store Store
 	Queue Queue
 	Clock Clock
-	// BatchSize is how many due models one pass claims (default 1000).
+	// BatchSize is how many due models one pass claims (default
+	// DefaultBatchSize).
 	BatchSize int
 	// Loops is how many passes Start runs at once while models are due by
 	// the batch (default 1): while one pass waits on the database or the
@@ -50,7 +58,7 @@ func (c *SchedulerConfig) validate() error {
 		return errors.New("scheduler: Store, Queue and Clock are required")
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = 1000
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.Loops <= 0 {
 		c.Loops = 1

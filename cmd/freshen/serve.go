@@ -205,7 +205,7 @@ func NewMain(logOut io.Writer) *Main {
 		Config: ServeConfig{
 			Addr:            ":8080",
 			RedisPrefix:     queue.DefaultPrefix,
-			BatchSize:       1000,
+			BatchSize:       refresh.DefaultBatchSize,
 			ClaimLoops:      1,
 			GCMinHeapMiB:    28,
 			MemoryLimitMiB:  100,

@@ -62,9 +62,9 @@ const Payload = `{"input_url": "https://example.com/a.csv"}`
 // Queue is the queue of every model of the harness.
 const Queue = "bench"
 
-// DefaultBatchSize is the default of Config.BatchSize, and of freshen
+// DefaultBatchSize is the default of Config.BatchSize, as of freshen
 // serve's --batch-size.
-const DefaultBatchSize = 1000
+const DefaultBatchSize = refresh.DefaultBatchSize
 
 // Config configures a Bench.
 type Config struct {
