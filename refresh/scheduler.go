@@ -16,7 +16,7 @@ import (
 // DefaultBatchSize is how many models a scheduler pass claims, and how
 // many outcomes a consumer pass applies, unless configured. With 750
 // rather than 1000, freshen serve's peak RSS over 100,000 models due at
-// once is about 62 MB rather than 70, with the same throughput (freshen
+// once is about 61 MB rather than 68, with the same throughput (freshen
 // bench e2e, alternated runs).
 const DefaultBatchSize = 750
 
