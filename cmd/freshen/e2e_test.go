@@ -438,20 +438,25 @@ func TestE2EPythonWorker(t *testing.T) {
 	require.Equal(t, "success", second["outcome"], second)
 	require.Equal(t, 0.0, flaky["consecutive_failures"], flaky)
 
-	// A service that mails customers reads the events stream.
-	entries, err := e.rdb.XRange(context.Background(), e.key("events"), "-", "+").Result()
-	require.NoError(t, err)
+	// A service that mails customers reads the events stream, where the
+	// publisher puts the events once their change has committed.
 	var disabled, status []map[string]any
-	for _, x := range entries {
-		var ev map[string]any
-		require.NoError(t, json.Unmarshal([]byte(x.Values["event"].(string)), &ev))
-		switch x.Values["type"] {
-		case "disabled":
-			disabled = append(disabled, ev)
-		case "status":
-			status = append(status, ev)
+	waitFor(t, 10*time.Second, "the disabled event on the stream", func() bool {
+		entries, err := e.rdb.XRange(context.Background(), e.key("events"), "-", "+").Result()
+		require.NoError(t, err)
+		disabled, status = nil, nil
+		for _, x := range entries {
+			var ev map[string]any
+			require.NoError(t, json.Unmarshal([]byte(x.Values["event"].(string)), &ev))
+			switch x.Values["type"] {
+			case "disabled":
+				disabled = append(disabled, ev)
+			case "status":
+				status = append(status, ev)
+			}
 		}
-	}
+		return len(disabled) > 0
+	})
 	require.Len(t, disabled, 1)
 	require.Equal(t, "py-reject", disabled[0]["model_id"])
 	require.Equal(t, userMessage, disabled[0]["reason"])
