@@ -74,7 +74,6 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintf(stderr, "freshen bench: %v\n", err)
 		return 2
 	}
-	redact := newRedactor(cfg.DatabaseURL, cfg.RedisURL)
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
@@ -88,16 +87,63 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		}
 		defer pprof.StopCPUProfile()
 	}
-	b, err := bench.New(ctx, bench.Config{
-		DatabaseURL: cfg.DatabaseURL, RedisURL: cfg.RedisURL, BatchSize: cfg.BatchSize, Progress: stderr,
+	servers := bench.Config{DatabaseURL: cfg.DatabaseURL, RedisURL: cfg.RedisURL, BatchSize: cfg.BatchSize}
+	return benchRun(ctx, "freshen bench", servers, nil, "", stdout, stderr, func(b *bench.Bench) error {
+		return benchFigures(ctx, b, cfg, stdout)
 	})
+}
+
+// benchServerFlags registers on fs the flags that every freshen bench
+// command shares: the servers' URLs (see checkBenchServers) and the batch
+// size of serve's passes, described by batchUsage.
+func benchServerFlags(fs *flag.FlagSet, databaseURL, redisURL *string, batchSize *int, batchUsage string) {
+	fs.StringVar(databaseURL, "database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
+	fs.StringVar(redisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
+	fs.IntVar(batchSize, "batch-size", bench.DefaultBatchSize, batchUsage)
+}
+
+// checkBenchServers, once fs is parsed, reads the URLs the flags left
+// unset from the environment and checks what every freshen bench command
+// asks: no argument, both URLs, a batch size of at least 1.
+func checkBenchServers(fs *flag.FlagSet, databaseURL, redisURL *string, batchSize int) error {
+	*databaseURL, *redisURL = orEnv(*databaseURL, databaseURLFromEnv()), orEnv(*redisURL, redisURLFromEnv())
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case *databaseURL == "" || *redisURL == "":
+		return errors.New("--database-url (or DATABASE_URL) and --redis-url (or REDIS_URL) must be set")
+	case batchSize < 1:
+		return fmt.Errorf("--batch-size: must be >= 1, got %d", batchSize)
+	}
+	return nil
+}
+
+// benchRun ends a freshen bench command called name (e.g. "freshen bench
+// e2e"): it reports bad, the flags' error, with exit status 2; else it
+// opens the bench on cfg, with its progress on stderr, prints the first
+// line (the servers, the machine and the batch size, then more) and runs
+// measure, reporting an error, redacted, with exit status 1.
+func benchRun(ctx context.Context, name string, cfg bench.Config, bad error, more string, stdout, stderr io.Writer, measure func(*bench.Bench) error) int {
+	if bad != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, bad)
+		return 2
+	}
+	redact := newRedactor(cfg.DatabaseURL, cfg.RedisURL)
+	cfg.Progress = stderr
+	b, err := bench.New(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
+		fmt.Fprintf(stderr, "%s: %v\n", name, redact.Error(err))
 		return 1
 	}
 	defer b.Close()
-	if err := benchFigures(ctx, b, cfg, stdout); err != nil {
-		fmt.Fprintf(stderr, "freshen bench: %v\n", redact.Error(err))
+	env, err := b.Environment(ctx)
+	if err == nil {
+		fmt.Fprintf(stdout, "%s: PostgreSQL %s (%s), Redis %s, %d CPUs (load average %s), batch size %d%s\n",
+			name, env.PostgresVersion, env.Durability(), env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize, more)
+		err = measure(b)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, redact.Error(err))
 		return 1
 	}
 	return 0
@@ -107,10 +153,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	cfg := benchConfig{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
+	benchServerFlags(fs, &cfg.DatabaseURL, &cfg.RedisURL, &cfg.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.IntVar(&cfg.Models, "models", bench.DefaultThroughputModels, "models due at once in the starts/s and outcomes/s runs")
-	fs.IntVar(&cfg.BatchSize, "batch-size", bench.DefaultBatchSize, "models claimed, and outcomes applied, per pass")
 	fs.IntVar(&cfg.LatenessModels, "lateness-models", bench.DefaultLatenessModels, "models loaded for the lateness run")
 	fs.IntVar(&cfg.LatenessRate, "lateness-rate", bench.DefaultLatenessRate, "models due per second in the lateness run")
 	durationVar(fs, &cfg.Window, "window", bench.DefaultLatenessWindow, "how long the lateness run watches freshen serve")
@@ -128,16 +172,12 @@ to its target. It works in schemas and under a Redis key prefix of its own.`)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	cfg.DatabaseURL, cfg.RedisURL = orEnv(cfg.DatabaseURL, databaseURLFromEnv()), orEnv(cfg.RedisURL, redisURLFromEnv())
+	if err := checkBenchServers(fs, &cfg.DatabaseURL, &cfg.RedisURL, cfg.BatchSize); err != nil {
+		return cfg, err
+	}
 	switch {
-	case fs.NArg() > 0:
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case cfg.DatabaseURL == "" || cfg.RedisURL == "":
-		return cfg, errors.New("--database-url (or DATABASE_URL) and --redis-url (or REDIS_URL) must be set")
 	case cfg.Models < 1:
 		return cfg, fmt.Errorf("--models: must be >= 1, got %d", cfg.Models)
-	case cfg.BatchSize < 1:
-		return cfg, fmt.Errorf("--batch-size: must be >= 1, got %d", cfg.BatchSize)
 	case cfg.LatenessModels < 1:
 		return cfg, fmt.Errorf("--lateness-models: must be >= 1, got %d", cfg.LatenessModels)
 	case cfg.LatenessRate < 1:
@@ -167,13 +207,6 @@ func redisURLFromEnv() string {
 // benchFigures runs the throughput and lateness runs and prints their
 // figures.
 func benchFigures(ctx context.Context, b *bench.Bench, cfg benchConfig, out io.Writer) error {
-	env, err := b.Environment(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "freshen bench: PostgreSQL %s (%s), Redis %s, %d CPUs (load average %s), batch size %d\n",
-		env.PostgresVersion, env.Durability(), env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize)
-
 	tp, err := b.Throughput(ctx, bench.ThroughputConfig{Models: cfg.Models})
 	if err != nil {
 		return err
@@ -218,10 +251,8 @@ func runBenchE2E(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	)
 	fs := flag.NewFlagSet("bench e2e", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
+	benchServerFlags(fs, &cfg.DatabaseURL, &cfg.RedisURL, &cfg.BatchSize, "freshen serve --batch-size")
 	fs.IntVar(&run.Models, "n", bench.DefaultE2EModels, "models due at the same instant")
-	fs.IntVar(&cfg.BatchSize, "batch-size", bench.DefaultBatchSize, "freshen serve --batch-size")
 	fs.IntVar(&run.Concurrency, "concurrency", bench.DefaultWorkerConcurrency, "worker concurrency")
 	durationVar(fs, &run.Lead, "lead", 0, "time from the start of the load to the instant the models are due (default 2s + 40µs a model)")
 	durationVar(fs, &run.Timeout, "timeout", bench.DefaultE2ETimeout, "give up this long after the due instant")
@@ -245,18 +276,11 @@ It works in a schema and under a Redis key prefix of its own.`)
 		}
 		return 2
 	}
-	cfg.DatabaseURL, cfg.RedisURL = orEnv(cfg.DatabaseURL, databaseURLFromEnv()), orEnv(cfg.RedisURL, redisURLFromEnv())
-	redact := newRedactor(cfg.DatabaseURL, cfg.RedisURL)
-	var bad error
+	bad := checkBenchServers(fs, &cfg.DatabaseURL, &cfg.RedisURL, cfg.BatchSize)
 	switch {
-	case fs.NArg() > 0:
-		bad = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case cfg.DatabaseURL == "" || cfg.RedisURL == "":
-		bad = errors.New("--database-url (or DATABASE_URL) and --redis-url (or REDIS_URL) must be set")
+	case bad != nil:
 	case run.Models < 1:
 		bad = fmt.Errorf("-n: must be >= 1, got %d", run.Models)
-	case cfg.BatchSize < 1:
-		bad = fmt.Errorf("--batch-size: must be >= 1, got %d", cfg.BatchSize)
 	case run.Concurrency < 1:
 		bad = fmt.Errorf("--concurrency: must be >= 1, got %d", run.Concurrency)
 	case run.Lead < 0:
@@ -264,31 +288,14 @@ It works in a schema and under a Redis key prefix of its own.`)
 	case run.Timeout <= 0:
 		bad = fmt.Errorf("--timeout: must be > 0, got %s", run.Timeout)
 	}
-	if bad != nil {
-		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", bad)
-		return 2
-	}
-	cfg.Progress = stderr
-	b, err := bench.New(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", redact.Error(err))
-		return 1
-	}
-	defer b.Close()
-	env, err := b.Environment(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", redact.Error(err))
-		return 1
-	}
-	fmt.Fprintf(stdout, "freshen bench e2e: PostgreSQL %s (%s), Redis %s, %d CPUs (load average %s), batch size %d, worker concurrency %d\n",
-		env.PostgresVersion, env.Durability(), env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize, run.Concurrency)
-	res, err := b.E2E(ctx, run)
-	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench e2e: %v\n", redact.Error(err))
-		return 1
-	}
-	printE2E(stdout, res)
-	return 0
+	return benchRun(ctx, "freshen bench e2e", cfg, bad, fmt.Sprintf(", worker concurrency %d", run.Concurrency), stdout, stderr,
+		func(b *bench.Bench) error {
+			res, err := b.E2E(ctx, run)
+			if err == nil {
+				printE2E(stdout, res)
+			}
+			return err
+		})
 }
 
 // printE2E prints the figures of an end-to-end run, then a RESULT line of
@@ -470,9 +477,7 @@ func runBenchHostile(ctx context.Context, args []string, stdout, stderr io.Write
 	)
 	fs := flag.NewFlagSet("bench hostile", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", "", "Redis URL (env FRESHEN_REDIS_URL or REDIS_URL)")
-	fs.IntVar(&cfg.BatchSize, "batch-size", bench.DefaultBatchSize, "freshen serve --batch-size")
+	benchServerFlags(fs, &cfg.DatabaseURL, &cfg.RedisURL, &cfg.BatchSize, "freshen serve --batch-size")
 	durationVar(fs, &run.Duration, "duration", bench.DefaultHostileDuration, "how long the hostile clients attack in the loop phase (the background runs alone half as long before)")
 	fs.IntVar(&run.Repeats, "repeats", bench.DefaultHostileRepeats, "runs of each reproduction on the idle serve (the most CPU is kept)")
 	durationVar(fs, &run.Settle, "settle", bench.DefaultHostileSettle, "wait before reading serve's memory after a reproduction")
@@ -506,17 +511,7 @@ in a schema and under a Redis key prefix of its own.`)
 		}
 		return 2
 	}
-	cfg.DatabaseURL, cfg.RedisURL = orEnv(cfg.DatabaseURL, databaseURLFromEnv()), orEnv(cfg.RedisURL, redisURLFromEnv())
-	redact := newRedactor(cfg.DatabaseURL, cfg.RedisURL)
-	var bad error
-	switch {
-	case fs.NArg() > 0:
-		bad = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case cfg.DatabaseURL == "" || cfg.RedisURL == "":
-		bad = errors.New("--database-url (or DATABASE_URL) and --redis-url (or REDIS_URL) must be set")
-	case cfg.BatchSize < 1:
-		bad = fmt.Errorf("--batch-size: must be >= 1, got %d", cfg.BatchSize)
-	}
+	bad := checkBenchServers(fs, &cfg.DatabaseURL, &cfg.RedisURL, cfg.BatchSize)
 	for _, f := range []struct {
 		name string
 		v    int64
@@ -530,31 +525,13 @@ in a schema and under a Redis key prefix of its own.`)
 			bad = fmt.Errorf("%s: must be > 0, got %s", f.name, fs.Lookup(strings.TrimPrefix(f.name, "--")).Value)
 		}
 	}
-	if bad != nil {
-		fmt.Fprintf(stderr, "freshen bench hostile: %v\n", bad)
-		return 2
-	}
-	cfg.Progress = stderr
-	b, err := bench.New(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench hostile: %v\n", redact.Error(err))
-		return 1
-	}
-	defer b.Close()
-	env, err := b.Environment(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench hostile: %v\n", redact.Error(err))
-		return 1
-	}
-	fmt.Fprintf(stdout, "freshen bench hostile: PostgreSQL %s (%s), Redis %s, %d CPUs (load average %s), batch size %d\n",
-		env.PostgresVersion, env.Durability(), env.RedisVersion, env.CPUs, env.LoadAverage, cfg.BatchSize)
-	res, err := b.Hostile(ctx, run)
-	if err != nil {
-		fmt.Fprintf(stderr, "freshen bench hostile: %v\n", redact.Error(err))
-		return 1
-	}
-	printHostile(stdout, res)
-	return 0
+	return benchRun(ctx, "freshen bench hostile", cfg, bad, "", stdout, stderr, func(b *bench.Bench) error {
+		res, err := b.Hostile(ctx, run)
+		if err == nil {
+			printHostile(stdout, res)
+		}
+		return err
+	})
 }
 
 // printHostile prints the figures of the hostile run, then a RESULT line
