@@ -109,19 +109,8 @@ func (s *Server) handleDeadList(w http.ResponseWriter, r *http.Request) {
 
 // handleRequeue requeues dead letters by id, or all of them.
 func (s *Server) handleRequeue(w http.ResponseWriter, r *http.Request) {
-	ids, all, err := s.decodeDeadSelection(w, r)
-	if err != nil {
-		s.Error(w, r, err)
-		return
-	}
-	var res refresh.DeadResult
-	if all {
-		res, err = s.dead.RequeueAllDead(r.Context())
-	} else {
-		res, err = s.dead.RequeueDead(r.Context(), ids)
-	}
-	if err != nil {
-		s.Error(w, r, err)
+	res, ok := s.deadAction(w, r, s.dead.RequeueDead, s.dead.RequeueAllDead)
+	if !ok {
 		return
 	}
 	out := RequeueResult{Requeued: res.Done, Missing: orEmpty(res.Missing), Refused: []DeadRefusal{}}
@@ -133,22 +122,32 @@ func (s *Server) handleRequeue(w http.ResponseWriter, r *http.Request) {
 
 // handleDrop drops dead letters by id, or all of them.
 func (s *Server) handleDrop(w http.ResponseWriter, r *http.Request) {
+	res, ok := s.deadAction(w, r, s.dead.DropDead, s.dead.DropAllDead)
+	if ok {
+		writeJSON(w, http.StatusOK, DropResult{Dropped: res.Done, Missing: orEmpty(res.Missing)})
+	}
+}
+
+// deadAction reads the selection of a requeue or a drop
+// (decodeDeadSelection) and applies byID to the ids, or every to all the
+// dead letters. It answers the error itself, and then returns false.
+func (s *Server) deadAction(w http.ResponseWriter, r *http.Request,
+	byID func(context.Context, []string) (refresh.DeadResult, error),
+	every func(context.Context) (refresh.DeadResult, error)) (refresh.DeadResult, bool) {
 	ids, all, err := s.decodeDeadSelection(w, r)
-	if err != nil {
-		s.Error(w, r, err)
-		return
-	}
 	var res refresh.DeadResult
-	if all {
-		res, err = s.dead.DropAllDead(r.Context())
-	} else {
-		res, err = s.dead.DropDead(r.Context(), ids)
+	switch {
+	case err != nil:
+	case all:
+		res, err = every(r.Context())
+	default:
+		res, err = byID(r.Context(), ids)
 	}
 	if err != nil {
 		s.Error(w, r, err)
-		return
+		return res, false
 	}
-	writeJSON(w, http.StatusOK, DropResult{Dropped: res.Done, Missing: orEmpty(res.Missing)})
+	return res, true
 }
 
 // handleDropOne drops one dead letter: 204, or 404 when the list does not
