@@ -16,7 +16,7 @@ func (s *Store) PruneHistory(_ context.Context, r refresh.PruneRequest) (refresh
 	defer s.mu.Unlock()
 	var res refresh.PruneResult
 	if !r.Before.IsZero() {
-		for _, id := range s.sortedAttemptIDs("") {
+		for _, id := range sortedIDsAfter(s.attempts, "") {
 			list := s.attempts[id]
 			kept := list[:0]
 			for _, a := range list {
@@ -35,7 +35,7 @@ func (s *Store) PruneHistory(_ context.Context, r refresh.PruneRequest) (refresh
 	if r.Keep <= 0 {
 		return res, nil
 	}
-	ids := s.sortedModelIDs(r.After)
+	ids := sortedIDsAfter(s.models, r.After)
 	if len(ids) > r.Models {
 		ids = ids[:r.Models]
 	}
@@ -71,24 +71,11 @@ func (s *Store) setAttempts(id string, list []refresh.Attempt) {
 	s.attempts[id] = list
 }
 
-// sortedAttemptIDs returns the ids of the models with history after
-// after, in order; the caller holds s.mu.
-func (s *Store) sortedAttemptIDs(after string) []string {
+// sortedIDsAfter returns the keys of m (models or histories, by id) after
+// after, in order; the caller holds the store's lock.
+func sortedIDsAfter[V any](m map[string]V, after string) []string {
 	var ids []string
-	for id := range s.attempts {
-		if id > after {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// sortedModelIDs returns the ids of the models after after, in order; the
-// caller holds s.mu.
-func (s *Store) sortedModelIDs(after string) []string {
-	var ids []string
-	for id := range s.models {
+	for id := range m {
 		if id > after {
 			ids = append(ids, id)
 		}

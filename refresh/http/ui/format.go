@@ -72,28 +72,25 @@ func loadZone(name string) *time.Location {
 // formatAt writes t in loc for a person: "Mon 2 Mar 2026, 16:00 CET";
 // seconds only when t has some. The zero time is "—".
 func formatAt(t time.Time, loc *time.Location) string {
-	if t.IsZero() {
-		return "—"
-	}
-	t = t.In(loc)
-	layout := "Mon 2 Jan 2006, 15:04"
-	if t.Second() != 0 {
-		layout += ":05"
-	}
-	return t.Format(layout + " MST")
+	return formatIn(t, loc, "Mon 2 Jan 2006, 15:04", " MST")
 }
 
 // formatShort writes t in loc without the year: "Mon 2 Mar 16:00".
 func formatShort(t time.Time, loc *time.Location) string {
+	return formatIn(t, loc, "Mon 2 Jan 15:04", "")
+}
+
+// formatIn writes t in loc by layout, then the seconds when t has some,
+// then tail (the rest of the layout). The zero time is "—".
+func formatIn(t time.Time, loc *time.Location, layout, tail string) string {
 	if t.IsZero() {
 		return "—"
 	}
 	t = t.In(loc)
-	layout := "Mon 2 Jan 15:04"
 	if t.Second() != 0 {
 		layout += ":05"
 	}
-	return t.Format(layout)
+	return t.Format(layout + tail)
 }
 
 // formatUTC writes t in UTC, RFC 3339 to the second, as the API does.
