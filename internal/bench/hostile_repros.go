@@ -45,12 +45,7 @@ const maxVariants = 3600
 // per occurrence. variant shifts their times by up to an hour, so that a
 // variant is new text (never answered from a cache) at the same cost.
 func worstSchedules(now time.Time, variant int) []namedText {
-	shift := time.Duration(variant%maxVariants) * time.Second
-	today := now.UTC().Truncate(24 * time.Hour).Add(shift)
-	// Sparse rules are anchored on a fixed day: whether they occur at all
-	// depends on it.
-	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(shift)
-	tomorrow6 := today.Add(30 * time.Hour)
+	today, fixed, tomorrow6 := scheduleDays(now, variant)
 	return []namedText{
 		{"100 daily RRULEs", dtstart(today) +
 			lines(100, func(i int) string { return fmt.Sprintf("RRULE:FREQ=DAILY;BYHOUR=%d;BYMINUTE=%d", i%24, i%60) })},
@@ -78,13 +73,21 @@ func worstSchedules(now time.Time, variant int) []namedText {
 	}
 }
 
+// scheduleDays returns the instants the schedules of variant are anchored
+// on, each shifted by the variant's seconds: today's midnight (UTC), a
+// fixed day for the sparse rules (whether they occur at all depends on
+// it), and tomorrow's 06:00.
+func scheduleDays(now time.Time, variant int) (today, fixed, tomorrow6 time.Time) {
+	shift := time.Duration(variant%maxVariants) * time.Second
+	today = now.UTC().Truncate(24 * time.Hour).Add(shift)
+	fixed = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(shift)
+	return today, fixed, today.Add(30 * time.Hour)
+}
+
 // refusedSchedules are schedules a PUT refuses, some only after the work
 // their limit allows (rrule.Limits.MaxParseSteps for the last three).
 func refusedSchedules(now time.Time, variant int) []namedText {
-	shift := time.Duration(variant%maxVariants) * time.Second
-	today := now.UTC().Truncate(24 * time.Hour).Add(shift)
-	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(shift)
-	tomorrow6 := today.Add(30 * time.Hour)
+	today, fixed, tomorrow6 := scheduleDays(now, variant)
 	return []namedText{
 		{"500 RRULEs", dtstart(today) +
 			lines(500, func(i int) string { return fmt.Sprintf("RRULE:FREQ=DAILY;BYHOUR=%d;BYMINUTE=%d", i%24, i%60) })},
