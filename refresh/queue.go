@@ -12,7 +12,8 @@ import (
 type Queue interface {
 	// Push enqueues jobs, each on the queue named by its Queue field.
 	Push(ctx context.Context, jobs []Job) error
-	// Publish announces lifecycle events to other services.
+	// Publish announces lifecycle events to other services. It must not
+	// keep events after it returns.
 	Publish(ctx context.Context, events []Event) error
 	// Revoke tells the workers that the attempts are over although no
 	// outcome ended them (superseded, cancelled, deleted): a worker drops

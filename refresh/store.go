@@ -86,7 +86,7 @@ type Store interface {
 	// to fn and, if fn returns nil, forgets them, in one transaction. It
 	// returns how many it passed. One caller at a time takes events, so
 	// the events of one model are published in order; the others get
-	// ErrBusy at once.
+	// ErrBusy at once. fn must not keep the slice after it returns.
 	TakeEvents(ctx context.Context, limit int, fn func(events []Event) error) (int, error)
 
 	// PruneHistory deletes attempts of the history as r asks (see

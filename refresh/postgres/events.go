@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -107,7 +108,8 @@ func extended(e *refresh.Event) bool {
 var errUnexpected = errors.New("unexpected JSON")
 
 // parseEvents reads the JSON array of events text and appends them to out.
-// Each event's Raw is its JSON within text.
+// text may be the driver's buffer: what the events keep is copied, once.
+// Each event's Raw is its JSON within that copy, which nothing writes.
 func parseEvents(text []byte, out []refresh.Event) ([]refresh.Event, error) {
 	i := skipSpace(text, 0)
 	if i >= len(text) || text[i] != '[' {
@@ -117,14 +119,14 @@ func parseEvents(text []byte, out []refresh.Event) ([]refresh.Event, error) {
 	if i < len(text) && text[i] == ']' {
 		return out, nil
 	}
-	// The strings of the events share one copy of the text.
+	// The strings of the events, and their Raw, share one copy of the text.
 	str := string(text)
 	for {
 		end, err := valueEnd(text, i)
 		if err != nil {
 			return nil, err
 		}
-		raw := text[i:end:end]
+		raw := unsafe.Slice(unsafe.StringData(str[i:end]), end-i)
 		var e refresh.Event
 		if err := parseEvent(str[i:end], &e); err != nil {
 			e = refresh.Event{}

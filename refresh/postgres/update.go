@@ -188,49 +188,60 @@ func sameLastError(a, b *refresh.LastError) bool {
 	return a.Kind == b.Kind && a.Message == b.Message && a.At.Equal(b.At)
 }
 
+// array is a parameter of one dimension whose elements pgx encodes
+// through pointers to them: a slice of pgtype values would have each
+// element copied into an interface, by reflection.
+type array[T any] []T
+
+func (a array[T]) Dimensions() []pgtype.ArrayDimension {
+	if a == nil {
+		return nil
+	}
+	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
+}
+
+func (a array[T]) Index(i int) any { return &a[i] }
+
+func (a array[T]) IndexType() any { return new(T) }
+
 // updateArrays holds the columns of mask of a batch of models, column by
 // column, the shape that updateStatement reads.
 type updateArrays struct {
 	mask                                           uint32
-	tid                                            []pgtype.TID
-	id, queue                                      []string
-	payload, policy                                []pgtype.Text
-	createdAt                                      []time.Time
-	refreshAt, deadlineAt, startedAt, failingSince []pgtype.Timestamptz
-	lastSuccessAt, lastErrorAt, disabledAt         []pgtype.Timestamptz
+	tid                                            array[pgtype.TID]
+	id, queue                                      array[pgtype.Text]
+	payload, policy                                array[pgtype.Text]
+	createdAt                                      array[pgtype.Timestamptz]
+	refreshAt, deadlineAt, startedAt, failingSince array[pgtype.Timestamptz]
+	lastSuccessAt, lastErrorAt, disabledAt         array[pgtype.Timestamptz]
 	attemptNo, consecutiveFailures                 []int32
-	attemptUID, lastErrorKind, lastErrorMessage    []pgtype.Text
-	disabledReason, statusMessage                  []pgtype.Text
+	attemptUID, lastErrorKind, lastErrorMessage    array[pgtype.Text]
+	disabledReason, statusMessage                  array[pgtype.Text]
 	paused                                         []bool
-	upstreams, upstreamsMode, debounceCause        []pgtype.Text
-	lastChangedAt, debounceAt, debounceSince       []pgtype.Timestamptz
-	overdueSince, overdueAt, snoozedSince          []pgtype.Timestamptz
+	upstreams, upstreamsMode, debounceCause        array[pgtype.Text]
+	lastChangedAt, debounceAt, debounceSince       array[pgtype.Timestamptz]
+	overdueSince, overdueAt, snoozedSince          array[pgtype.Timestamptz]
 	waitingForSlot, offSchedule                    []bool
-	waitingLimit                                   []pgtype.Text
+	waitingLimit                                   array[pgtype.Text]
 }
 
 func newUpdateArrays(mask uint32, n int) *updateArrays {
-	a := &updateArrays{mask: mask, id: make([]string, 0, n)}
+	a := &updateArrays{mask: mask, id: make(array[pgtype.Text], 0, n)}
 	has := func(c column) bool { return mask&(1<<c) != 0 }
-	texts := func(c column) []pgtype.Text {
+	texts := func(c column) array[pgtype.Text] {
 		if has(c) {
-			return make([]pgtype.Text, 0, n)
+			return make(array[pgtype.Text], 0, n)
 		}
 		return nil
 	}
-	times := func(c column) []pgtype.Timestamptz {
+	times := func(c column) array[pgtype.Timestamptz] {
 		if has(c) {
-			return make([]pgtype.Timestamptz, 0, n)
+			return make(array[pgtype.Timestamptz], 0, n)
 		}
 		return nil
 	}
-	if has(colQueue) {
-		a.queue = make([]string, 0, n)
-	}
-	a.payload, a.policy = texts(colPayload), texts(colPolicy)
-	if has(colCreatedAt) {
-		a.createdAt = make([]time.Time, 0, n)
-	}
+	a.queue, a.payload, a.policy = texts(colQueue), texts(colPayload), texts(colPolicy)
+	a.createdAt = times(colCreatedAt)
 	a.refreshAt, a.deadlineAt, a.startedAt = times(colRefreshAt), times(colDeadlineAt), times(colStartedAt)
 	a.failingSince, a.lastSuccessAt, a.disabledAt = times(colFailingSince), times(colLastSuccessAt), times(colDisabledAt)
 	if has(colAttemptNo) {
@@ -256,7 +267,10 @@ func newUpdateArrays(mask uint32, n int) *updateArrays {
 	return a
 }
 
+// text is s, NULL if empty; textNotNull is s.
 func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+
+func textNotNull(s string) pgtype.Text { return pgtype.Text{String: s, Valid: true} }
 
 func timestamptz(t time.Time) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
@@ -265,9 +279,9 @@ func timestamptz(t time.Time) pgtype.Timestamptz {
 // add appends m's columns of the mask.
 func (a *updateArrays) add(m *refresh.Model) error {
 	has := func(c column) bool { return a.mask&(1<<c) != 0 }
-	a.id = append(a.id, m.ID)
+	a.id = append(a.id, textNotNull(m.ID))
 	if has(colQueue) {
-		a.queue = append(a.queue, m.Queue)
+		a.queue = append(a.queue, textNotNull(m.Queue))
 	}
 	if has(colPayload) {
 		a.payload = append(a.payload, pgtype.Text{String: string(m.Payload), Valid: len(m.Payload) > 0})
@@ -277,10 +291,10 @@ func (a *updateArrays) add(m *refresh.Model) error {
 		if err != nil {
 			return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
 		}
-		a.policy = append(a.policy, pgtype.Text{String: string(b), Valid: true})
+		a.policy = append(a.policy, textNotNull(string(b)))
 	}
 	if has(colCreatedAt) {
-		a.createdAt = append(a.createdAt, m.CreatedAt)
+		a.createdAt = append(a.createdAt, pgtype.Timestamptz{Time: m.CreatedAt, Valid: true})
 	}
 	if has(colRefreshAt) {
 		a.refreshAt = append(a.refreshAt, timestamptz(m.RefreshAt))
@@ -310,7 +324,7 @@ func (a *updateArrays) add(m *refresh.Model) error {
 		var kind, message pgtype.Text
 		var at pgtype.Timestamptz
 		if e := m.LastError; e != nil {
-			kind, message, at = pgtype.Text{String: e.Kind, Valid: true}, pgtype.Text{String: e.Message, Valid: true}, timestamptz(e.At)
+			kind, message, at = textNotNull(e.Kind), textNotNull(e.Message), timestamptz(e.At)
 		}
 		a.lastErrorKind = append(a.lastErrorKind, kind)
 		a.lastErrorMessage = append(a.lastErrorMessage, message)

@@ -189,19 +189,18 @@ func waitingLimit(m *refresh.Model) string {
 
 // attemptArrays holds a batch of history rows column by column.
 type attemptArrays struct {
-	uid, modelID                               []string
+	uid, modelID                               array[pgtype.Text]
 	attemptNo                                  []int32
-	startedAt                                  []time.Time
-	deadlineAt, finishedAt                     []pgtype.Timestamptz
-	outcome, errorKind, errorMessage, decision []pgtype.Text
+	startedAt, deadlineAt, finishedAt          array[pgtype.Timestamptz]
+	outcome, errorKind, errorMessage, decision array[pgtype.Text]
 	delay                                      []int64
 }
 
 func (a *attemptArrays) add(at refresh.Attempt) {
-	a.uid = append(a.uid, at.UID)
-	a.modelID = append(a.modelID, at.ModelID)
+	a.uid = append(a.uid, textNotNull(at.UID))
+	a.modelID = append(a.modelID, textNotNull(at.ModelID))
 	a.attemptNo = append(a.attemptNo, int32(at.AttemptNo))
-	a.startedAt = append(a.startedAt, at.StartedAt)
+	a.startedAt = append(a.startedAt, pgtype.Timestamptz{Time: at.StartedAt, Valid: true})
 	a.deadlineAt = append(a.deadlineAt, timestamptz(at.DeadlineAt))
 	a.finishedAt = append(a.finishedAt, timestamptz(at.FinishedAt))
 	a.outcome = append(a.outcome, text(at.Outcome))
@@ -269,7 +268,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 	var starts, ends attemptArrays
 	var deletes []string
 	var updated []*refresh.Model
-	var updatedTIDs []pgtype.TID
+	var updatedTIDs array[pgtype.TID]
 	var mask uint32 // the columns the updates change
 	notify := false
 	var cycles []*refresh.Model // models whose upstreams change

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -453,7 +454,7 @@ func testEvents(t *testing.T, s refresh.Store) {
 	var first []refresh.Event
 	go func() {
 		_, err := s.TakeEvents(ctx, 1, func(events []refresh.Event) error {
-			first = events
+			first = slices.Clone(events)
 			close(inside)
 			<-release
 			return nil
