@@ -74,19 +74,15 @@ func BenchmarkClaimDueSQL(b *testing.B) {
 		for {
 			tag, err := bb.pool.Exec(ctx, `WITH due AS (
 					SELECT id FROM models
-					WHERE refresh_at <= $1 AND (NOT paused OR attempt_uid IS NOT NULL)
-					ORDER BY refresh_at, id
+					WHERE due_at <= $1 AND NOT waiting_for_slot
+					ORDER BY due_at, id
 					LIMIT $2
 					FOR UPDATE SKIP LOCKED
-				), started AS (
-					UPDATE models AS m SET attempt_no = m.attempt_no + 1,
-						attempt_uid = m.id || ':' || (m.attempt_no + 1),
-						started_at = $1, deadline_at = $3, refresh_at = $3, updated_at = now()
-					FROM due WHERE m.id = due.id
-					RETURNING m.id, m.attempt_no, m.attempt_uid
 				)
-				INSERT INTO attempts (uid, model_id, attempt_no, started_at, deadline_at)
-				SELECT attempt_uid, id, attempt_no, $1, $3 FROM started`,
+				UPDATE models AS m SET attempt_no = m.attempt_no + 1,
+					attempt_uid = m.id || ':' || (m.attempt_no + 1),
+					started_at = $1, deadline_at = $3, refresh_at = $3, updated_at = now()
+				FROM due WHERE m.id = due.id`,
 				t0, benchBatch, deadline)
 			require.NoError(b, err)
 			n := int(tag.RowsAffected())
