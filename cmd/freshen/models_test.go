@@ -243,11 +243,13 @@ func TestE2EModelsCLI(t *testing.T) {
 		return m
 	}
 
-	// put, from a file and from stdin.
+	// put, from a file and from stdin. flaky-1's retry does not align with
+	// its schedule: aligned, a failure within its timeout (an hour) of the
+	// next 06:00 or 16:00 would wait for that run.
 	file := filepath.Join(t.TempDir(), "flaky.json")
 	require.NoError(t, os.WriteFile(file, []byte(`{"queue": "tables", "payload": {"url": "s3://a"},
 		"policy": {"schedule": "DTSTART;TZID=Europe/Paris:20260101T000000\nRRULE:FREQ=DAILY;BYHOUR=6,16", "timezone": "Europe/Paris",
-		"retry": {"delays": ["0s"]}}}`), 0o600))
+		"retry": {"delays": ["0s"], "align": false}}}`), 0o600))
 	code, out, errOut := cli(t, p, "admin", "", "models", "put", "flaky-1", "-f", file)
 	require.Equal(t, 0, code, errOut)
 	require.True(t, strings.HasPrefix(out, "created flaky-1\n\n"), out)
