@@ -786,9 +786,9 @@ func (s *Store) takeEvents(ctx context.Context, limit int, fn func(events []refr
 	// out those that the caller holding the lock before had deleted and
 	// committed since, so that no event is published twice.
 	mine := false
-	taken := takenPool.Get().(*taken)
-	defer taken.put()
-	ids, events := taken.ids, taken.events
+	reuse := takenPool.Get().(*taken)
+	defer reuse.put()
+	ids, events := reuse.ids, reuse.events
 	tx, err := s.beginQuery(ctx, nil, func(rows pgx.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
@@ -821,7 +821,7 @@ func (s *Store) takeEvents(ctx context.Context, limit int, fn func(events []refr
 			) r WHERE before < $1
 		) o ON true
 		ORDER BY o.id`, eventBytes*limit)
-	taken.ids, taken.events = ids, events
+	reuse.ids, reuse.events = ids, events
 	if err != nil {
 		return 0, storeError("take events", err)
 	}
