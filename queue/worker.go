@@ -803,14 +803,14 @@ func (w *Worker) post(ctx context.Context, batch []done) {
 // function that cancels it with another cause, which also forgets the
 // deadline.
 func (w *Worker) jobContext(parent context.Context, deadline time.Time) (context.Context, context.CancelCauseFunc) {
-	ctx, cancel := context.WithCancelCause(parent)
+	ctx := &handlerContext{parent: parent}
 	if deadline.IsZero() {
-		return ctx, cancel
+		return ctx, ctx.cancelWith
 	}
-	d := w.deadlines.add(deadline, cancel)
+	d := w.deadlines.add(deadline, ctx.cancelWith)
 	return ctx, func(cause error) {
 		w.deadlines.remove(d)
-		cancel(cause)
+		ctx.cancelWith(cause)
 	}
 }
 

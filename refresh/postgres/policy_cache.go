@@ -40,6 +40,14 @@ func (c *policyCache) decode(data []byte) (refresh.Policy, error) {
 	if ok {
 		return clonePolicy(p), nil
 	}
+	return c.decodeNew(data)
+}
+
+// decodeNew decodes a policy that is not in the cache and adds it. It is
+// apart from decode so that only a miss puts a policy on the heap (for
+// json.Unmarshal).
+func (c *policyCache) decodeNew(data []byte) (refresh.Policy, error) {
+	var p refresh.Policy
 	if err := json.Unmarshal(data, &p); err != nil {
 		return refresh.Policy{}, err
 	}
