@@ -22,9 +22,12 @@ import (
 const (
 	targetStarts   = 20_000 // starts/s
 	targetOutcomes = 30_000 // outcomes/s
-	targetRatio    = 0.5    // of the plain SQL baseline
-	targetP99      = 100 * time.Millisecond
-	targetRSS      = 150 << 20 // bytes
+	// Of the plain SQL baselines: a single instance's starts/s and
+	// outcomes/s.
+	targetStartsRatio   = 0.8
+	targetOutcomesRatio = 0.5
+	targetP99           = 100 * time.Millisecond
+	targetRSS           = 150 << 20 // bytes
 
 	// A request up to the body limit (and a connection, an outcome):
 	// CPU of serve and memory it keeps.
@@ -217,13 +220,13 @@ func benchFigures(ctx context.Context, b *bench.Bench, cfg benchConfig, out io.W
 	}
 	benchRow(out, "starts/s, plain SQL (database alone)", benchRate(tp.StartsSQL), "", true)
 	ratio := tp.Starts[0].PerSec / tp.StartsSQL
-	benchRow(out, "starts, 1 instance / plain SQL", fmt.Sprintf("%.2f", ratio), fmt.Sprintf(">= %.1f", targetRatio), ratio >= targetRatio)
+	benchRow(out, "starts, 1 instance / plain SQL", fmt.Sprintf("%.2f", ratio), fmt.Sprintf(">= %.1f", targetStartsRatio), ratio >= targetStartsRatio)
 	for _, r := range tp.Outcomes {
 		benchRow(out, fmt.Sprintf("outcomes/s, %s", benchInstances(r.Instances)), benchRate(r.PerSec), fmt.Sprintf(">= %s", benchRate(targetOutcomes)), r.PerSec >= targetOutcomes)
 	}
 	benchRow(out, "outcomes/s, plain SQL (database alone)", benchRate(tp.OutcomesSQL), "", true)
 	ratio = tp.Outcomes[0].PerSec / tp.OutcomesSQL
-	benchRow(out, "outcomes, 1 instance / plain SQL", fmt.Sprintf("%.2f", ratio), fmt.Sprintf(">= %.1f", targetRatio), ratio >= targetRatio)
+	benchRow(out, "outcomes, 1 instance / plain SQL", fmt.Sprintf("%.2f", ratio), fmt.Sprintf(">= %.1f", targetOutcomesRatio), ratio >= targetOutcomesRatio)
 
 	lt, err := b.Lateness(ctx, bench.LatenessConfig{Models: cfg.LatenessModels, Rate: cfg.LatenessRate, Window: cfg.Window})
 	if err != nil {
