@@ -206,9 +206,14 @@ func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
+	// The arguments of every XADD are cut from one slice (most events
+	// make one entry), and the stream and its bound are boxed once.
+	args := make([]any, 0, xaddArgs*len(events))
+	stream, maxLen := any(r.keys.eventsKey()), any(r.opt.EventsMaxLen)
 	pipe := r.client.Pipeline()
 	n := 0
-	for _, e := range events {
+	for i := range events {
+		e := &events[i]
 		b := []byte(e.Raw)
 		if len(b) == 0 {
 			var err error
@@ -216,13 +221,11 @@ func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 				return fmt.Errorf("encode event of model %s: %w", e.ModelID, err)
 			}
 		}
+		model, event := any(e.ModelID), any(b)
 		for _, typ := range e.Lifecycle() {
-			pipe.XAdd(ctx, &redis.XAddArgs{
-				Stream: r.keys.eventsKey(),
-				MaxLen: r.opt.EventsMaxLen,
-				Approx: true,
-				Values: []any{"type", typ, "model_id", e.ModelID, "event", b},
-			})
+			from := len(args)
+			args = append(args, "XADD", stream, "MAXLEN", "~", maxLen, "*", "type", typ, "model_id", model, "event", event)
+			pipe.Do(ctx, args[from:len(args):len(args)]...)
 			n++
 		}
 	}
@@ -232,6 +235,9 @@ func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 	r.stats.published.Add(int64(n))
 	return nil
 }
+
+// xaddArgs is the number of arguments of the XADD of one lifecycle entry.
+const xaddArgs = 12
 
 // Receive moves up to max outcomes, oldest first, from the outcomes list to
 // this consumer's processing list and returns them, stamped with their
