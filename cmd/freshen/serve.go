@@ -130,7 +130,9 @@ type ServeConfig struct {
 	// garbage collector starts a cycle (see keepHeapGoal).
 	GCMinHeapMiB int
 	// MemoryLimitMiB, if > 0, is Go's soft memory limit in MiB
-	// (debug.SetMemoryLimit, as GOMEMLIMIT).
+	// (debug.SetMemoryLimit, as GOMEMLIMIT). Unless the flag (or its
+	// variable) sets it, ParseFlags makes it follow the batch size
+	// (memoryLimitFor).
 	MemoryLimitMiB int
 	// Retention bounds the attempt history, the dead-letter list and the
 	// events stream.
@@ -208,7 +210,7 @@ func NewMain(logOut io.Writer) *Main {
 			BatchSize:       refresh.DefaultBatchSize,
 			ClaimLoops:      1,
 			GCMinHeapMiB:    28,
-			MemoryLimitMiB:  100,
+			MemoryLimitMiB:  memoryLimitFor(refresh.DefaultBatchSize, 28),
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
@@ -277,6 +279,16 @@ API write waiting on such a lock goes through once the server ends that session.
 
 `
 
+// memoryLimitFor is the default of --memory-limit, in MiB, for a batch
+// size and a --gc-min-heap: 40 MiB up to batches of 1,000 models, 40 KiB a
+// model beyond, and never below the heap floor. What serve holds at once
+// grows with its batches (about 22 MB at most at 1,000 in a burst of
+// starts and outcomes), and the limit leaves it room twice over, while
+// keeping the process's peak near 64 MB at 1,000.
+func memoryLimitFor(batchSize, gcMinHeapMiB int) int {
+	return max(40, (40*batchSize+1023)/1024, gcMinHeapMiB)
+}
+
 // ParseFlags reads the configuration from args, then from FRESHEN_*
 // environment variables (FRESHEN_DATABASE_URL for --database-url, ...),
 // then from DATABASE_URL and REDIS_URL.
@@ -298,7 +310,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Tokens, "tokens", c.Tokens, "the API's bearer tokens as the text of a tokens file")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "serve the API without tokens on an address beyond loopback")
 	fs.IntVar(&c.GCMinHeapMiB, "gc-min-heap", c.GCMinHeapMiB, "least heap size, in MiB, at which the garbage collector starts a cycle; 0 leaves it to GOGC alone")
-	fs.IntVar(&c.MemoryLimitMiB, "memory-limit", c.MemoryLimitMiB, "Go's soft memory limit, in MiB: the garbage collector works harder near it (raise it for large fleets; 0 leaves it to GOMEMLIMIT)")
+	fs.IntVar(&c.MemoryLimitMiB, "memory-limit", c.MemoryLimitMiB, "Go's soft memory limit, in MiB: the garbage collector works harder near it (unset: 40, and 40 KiB a model of --batch-size beyond 1,000; 0 leaves it to GOMEMLIMIT)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/); keep it private")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.IntVar(&c.ClaimLoops, "claim-loops", c.ClaimLoops, "scheduler passes run at once while models are due by the batch (each holds a database connection)")
@@ -345,6 +357,11 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	limitSet := false
+	fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "memory-limit" })
+	if !limitSet {
+		c.MemoryLimitMiB = memoryLimitFor(c.BatchSize, c.GCMinHeapMiB)
 	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = os.Getenv("DATABASE_URL")

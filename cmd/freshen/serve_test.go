@@ -91,6 +91,26 @@ func TestServeParseFlags(t *testing.T) {
 	require.Equal(t, rrule.DefaultLimits, m.Config.Limits.Schedule)
 	require.Equal(t, queue.DefaultConsumerTimeout, m.Config.ConsumerLease)
 
+	// The memory limit follows the batch size and the heap floor, unless
+	// it is set.
+	for args, want := range map[string]int{
+		"":                                    40,
+		"--batch-size 1000":                   40,
+		"--batch-size 2000":                   79,
+		"--batch-size 2000 --memory-limit 64": 64,
+		"--batch-size 2000 --memory-limit 0":  0,
+		"--gc-min-heap 48":                    48,
+	} {
+		m = NewMain(io.Discard)
+		require.NoError(t, m.ParseFlags(strings.Fields(args)), args)
+		require.Equal(t, want, m.Config.MemoryLimitMiB, args)
+	}
+	t.Setenv("FRESHEN_MEMORY_LIMIT", "200")
+	m = NewMain(io.Discard)
+	require.NoError(t, m.ParseFlags([]string{"--batch-size", "5000"}))
+	require.Equal(t, 200, m.Config.MemoryLimitMiB, "set by its variable")
+	t.Setenv("FRESHEN_MEMORY_LIMIT", "")
+
 	// Every global limit is a flag; Redis Sentinel and Cluster take lists.
 	t.Setenv("FRESHEN_MAX_SCHEDULE_RULES", "7")
 	m = NewMain(io.Discard)
