@@ -209,8 +209,8 @@ func NewMain(logOut io.Writer) *Main {
 			RedisPrefix:     queue.DefaultPrefix,
 			BatchSize:       refresh.DefaultBatchSize,
 			ClaimLoops:      1,
-			GCMinHeapMiB:    28,
-			MemoryLimitMiB:  memoryLimitFor(refresh.DefaultBatchSize, 28),
+			GCMinHeapMiB:    defaultGCMinHeapMiB,
+			MemoryLimitMiB:  memoryLimitFor(refresh.DefaultBatchSize, defaultGCMinHeapMiB),
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
@@ -278,6 +278,9 @@ middle of a pass (SIGSTOP, a frozen VM); it is below the lock timeout so that an
 API write waiting on such a lock goes through once the server ends that session.
 
 `
+
+// defaultGCMinHeapMiB is the default of --gc-min-heap.
+const defaultGCMinHeapMiB = 28
 
 // memoryLimitFor is the default of --memory-limit, in MiB, for a batch
 // size and a --gc-min-heap: 40 MiB up to batches of 1,000 models, 40 KiB a
