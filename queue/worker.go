@@ -176,6 +176,12 @@ type Worker struct {
 	slots chan struct{}
 	// handlers counts the handlers running.
 	handlers sync.WaitGroup
+	// idle hands a job to a runner waiting for one; runners counts the
+	// runners, waiting or running a handler.
+	idle    chan runJob
+	runners sync.WaitGroup
+	// runnersStarted counts the runners dispatch started.
+	runnersStarted atomic.Int64
 	// done carries the jobs finished with to the completer.
 	done chan done
 
@@ -319,6 +325,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.slots = make(chan struct{}, w.opt.Concurrency)
 	w.release(w.opt.Concurrency)
 	w.done = make(chan done, w.opt.Concurrency)
+	w.idle = make(chan runJob)
 	completed := make(chan struct{})
 	go func() {
 		w.complete(context.WithoutCancel(ctx))
@@ -331,6 +338,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	fetchers.Wait()
 	w.handlers.Wait()
+	close(w.idle)
+	w.runners.Wait()
 	close(w.done)
 	<-completed
 	stopLoops()
@@ -636,7 +645,7 @@ func (w *Worker) finish(t *task) {
 // start decides the fate of the tasks taken: a job that cannot be decoded
 // is dead-lettered, one whose deadline has passed or whose attempt was
 // revoked (one MGET for them all) is dropped unrun, and each other one runs
-// in a goroutine of its own. Each holds a handler slot, which it frees.
+// on a runner (dispatch). Each holds a handler slot, which it frees.
 func (w *Worker) start(ctx context.Context, tasks []*task) {
 	if len(tasks) == 0 {
 		return
@@ -681,7 +690,38 @@ func (w *Worker) start(ctx context.Context, tasks []*task) {
 			}
 		}
 		w.handlers.Add(1)
-		go w.run(ctx, t, jobs[i])
+		w.dispatch(runJob{ctx: ctx, t: t, job: jobs[i]})
+	}
+}
+
+// runJob is a job for a runner to run.
+type runJob struct {
+	ctx context.Context
+	t   *task
+	job refresh.Job
+}
+
+// dispatch has j run by a runner: one waiting for a job if there is one,
+// else a new one. A runner runs job after job and waits for the next one
+// until Run returns, so a job costs neither starting a goroutine nor
+// growing a fresh goroutine's stack. There are at most about twice as many
+// runners as handler slots: a new one starts only when none waits, and
+// all but those finishing a job then hold a slot.
+func (w *Worker) dispatch(j runJob) {
+	select {
+	case w.idle <- j:
+	default:
+		w.runners.Add(1)
+		w.runnersStarted.Add(1)
+		go w.runner(j)
+	}
+}
+
+// runner runs j, then the jobs dispatch hands it, until Run closes idle.
+func (w *Worker) runner(j runJob) {
+	defer w.runners.Done()
+	for ok := true; ok; j, ok = <-w.idle {
+		w.run(j.ctx, j.t, j.job)
 	}
 }
 

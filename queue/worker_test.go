@@ -289,6 +289,27 @@ func TestWorkerConcurrency(t *testing.T) {
 	})
 }
 
+// Handlers run on runners that take job after job: rounds of jobs start
+// no more runners than about twice the concurrency, not one per job.
+func TestWorkerReusesRunners(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		const concurrency, rounds = 4, 5
+		wb := startWorker(t, b, WorkerOptions{Concurrency: concurrency}, func(ctx context.Context, job Job) error { return nil })
+		for r := range rounds {
+			jobs := make([]refresh.Job, concurrency)
+			for i := range jobs {
+				jobs[i] = wb.job(fmt.Sprintf("r%d-m%d", r, i))
+			}
+			wb.push(t, jobs...)
+			require.Len(t, wb.receive(t, concurrency), concurrency)
+		}
+		started := wb.worker.runnersStarted.Load()
+		require.Positive(t, started)
+		require.LessOrEqual(t, started, int64(2*concurrency), "runners started for %d jobs", concurrency*rounds)
+	})
+}
+
 func TestWorkerGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
