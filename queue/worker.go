@@ -718,10 +718,13 @@ func (w *Worker) dispatch(j runJob) {
 }
 
 // runner runs j, then the jobs dispatch hands it, until Run closes idle.
+// It lets go of each job before it waits for the next: a message may be
+// as large as Limits.MaxBytes, and a waiting runner keeps none.
 func (w *Worker) runner(j runJob) {
 	defer w.runners.Done()
 	for ok := true; ok; j, ok = <-w.idle {
 		w.run(j.ctx, j.t, j.job)
+		j = runJob{}
 	}
 }
 
