@@ -77,8 +77,8 @@ type Consumer struct {
 	// took are the durations of the attempts the last write ended, for
 	// the Observer once it commits.
 	took []time.Duration
-	// models holds the models of the last write as its outcomes change
-	// them, reused from pass to pass.
+	// models holds the models of a write as its outcomes change them; its
+	// room is reused from pass to pass.
 	models []Model
 }
 
@@ -307,6 +307,9 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 		}
 		return ch.Batch, nil
 	})
+	// The slice is kept for the next pass, not the models: a batch of
+	// them may hold megabytes of payloads.
+	clear(c.models)
 	if err == nil {
 		for _, o := range keep {
 			blocked[o.ModelID] = true
