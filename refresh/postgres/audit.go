@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -25,7 +26,7 @@ const insertAudit = `INSERT INTO audit (model_id, at, actor, action, reason, bul
 type auditArrays struct {
 	modelID, actor, action []string
 	at                     []time.Time
-	reason, changes        []*string
+	reason, changes        array[pgtype.Text]
 	bulk, triggered        []bool
 }
 
@@ -37,20 +38,19 @@ func queueAudit(b *pgx.Batch, entries []refresh.AuditEntry) (bool, error) {
 	}
 	var a auditArrays
 	for _, e := range entries {
-		var changes *string
+		var changes pgtype.Text
 		if len(e.Changes) > 0 {
 			data, err := json.Marshal(e.Changes)
 			if err != nil {
 				return false, fmt.Errorf("audit of model %q: encode changes: %w", e.ModelID, err)
 			}
-			s := string(data)
-			changes = &s
+			changes = textNotNull(string(data))
 		}
 		a.modelID = append(a.modelID, e.ModelID)
 		a.at = append(a.at, e.At)
 		a.actor = append(a.actor, e.Actor)
 		a.action = append(a.action, e.Action)
-		a.reason = append(a.reason, nullString(e.Reason))
+		a.reason = append(a.reason, text(e.Reason))
 		a.bulk = append(a.bulk, e.Bulk)
 		a.triggered = append(a.triggered, e.Trigger)
 		a.changes = append(a.changes, changes)

@@ -246,25 +246,11 @@ func collectLocked(rows pgx.Rows, size int, policies *policyCache) (lockedModels
 	return l, rows.Err()
 }
 
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
 func fromNullTime(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}
 	}
 	return t.UTC()
-}
-
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func fromNullString(s *string) string {

@@ -343,7 +343,7 @@ func (a *updateArrays) add(m *refresh.Model) error {
 		a.statusMessage = append(a.statusMessage, text(m.StatusMessage))
 	}
 	if has(colUpstreams) {
-		a.upstreams = append(a.upstreams, text(strings.Join(m.Upstreams, " ")))
+		a.upstreams = append(a.upstreams, upstreamsText(m.Upstreams))
 	}
 	if has(colUpstreamsMode) {
 		a.upstreamsMode = append(a.upstreamsMode, text(m.UpstreamsMode))

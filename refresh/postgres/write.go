@@ -81,30 +81,25 @@ const endAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at
 // modelArrays holds a batch of models column by column, the shape that
 // modelUnnest reads.
 type modelArrays struct {
-	id, queue                                                   []string
-	payload, policy                                             []*string
-	createdAt                                                   []time.Time
-	refreshAt, deadlineAt, startedAt, failingSince              []*time.Time
-	lastSuccessAt, lastErrorAt, disabledAt                      []*time.Time
-	attemptNo, consecutiveFailures                              []int32
-	attemptUID, lastErrorKind, lastErrorMessage, disabledReason []*string
-	statusMessage                                               []*string
-	paused, keepPayload                                         []bool
-	upstreams, upstreamsMode, debounceCause                     []*string
-	lastChangedAt, debounceAt, debounceSince, overdueSince      []*time.Time
-	snoozedSince, overdueAt                                     []*time.Time
-	waitingForSlot, offSchedule                                 []bool
-	waitingLimit                                                []*string
+	id, queue, payload, policy                             array[pgtype.Text]
+	createdAt                                              array[pgtype.Timestamptz]
+	refreshAt, deadlineAt, startedAt, failingSince         array[pgtype.Timestamptz]
+	lastSuccessAt, lastErrorAt, disabledAt                 array[pgtype.Timestamptz]
+	attemptNo, consecutiveFailures                         []int32
+	attemptUID, lastErrorKind, lastErrorMessage            array[pgtype.Text]
+	disabledReason, statusMessage                          array[pgtype.Text]
+	paused, keepPayload                                    []bool
+	upstreams, upstreamsMode, debounceCause                array[pgtype.Text]
+	lastChangedAt, debounceAt, debounceSince, overdueSince array[pgtype.Timestamptz]
+	snoozedSince, overdueAt                                array[pgtype.Timestamptz]
+	waitingForSlot, offSchedule                            []bool
+	waitingLimit                                           array[pgtype.Text]
 }
 
 // upstreamsText returns upstreams as upstreamsSQL reads them: the ids
 // separated by spaces, or NULL for none.
-func upstreamsText(upstreams []string) *string {
-	if len(upstreams) == 0 {
-		return nil
-	}
-	s := strings.Join(upstreams, " ")
-	return &s
+func upstreamsText(upstreams []string) pgtype.Text {
+	return text(strings.Join(upstreams, " "))
 }
 
 // overdueAt returns the value of the column overdue_at of m: the instant
@@ -123,50 +118,44 @@ func (a *modelArrays) add(m refresh.Model) error {
 	if err != nil {
 		return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
 	}
-	policy := string(b)
-	var payload *string
-	if len(m.Payload) > 0 {
-		p := string(m.Payload)
-		payload = &p
-	}
-	var errKind, errMessage *string
-	var errAt *time.Time
+	var errKind, errMessage pgtype.Text
+	var errAt pgtype.Timestamptz
 	if e := m.LastError; e != nil {
-		errKind, errMessage, errAt = &e.Kind, &e.Message, nullTime(e.At)
+		errKind, errMessage, errAt = textNotNull(e.Kind), textNotNull(e.Message), timestamptz(e.At)
 	}
-	a.id = append(a.id, m.ID)
-	a.queue = append(a.queue, m.Queue)
-	a.payload = append(a.payload, payload)
-	a.policy = append(a.policy, &policy)
-	a.createdAt = append(a.createdAt, m.CreatedAt)
-	a.refreshAt = append(a.refreshAt, nullTime(m.RefreshAt))
-	a.deadlineAt = append(a.deadlineAt, nullTime(m.DeadlineAt))
+	a.id = append(a.id, textNotNull(m.ID))
+	a.queue = append(a.queue, textNotNull(m.Queue))
+	a.payload = append(a.payload, text(string(m.Payload)))
+	a.policy = append(a.policy, textNotNull(string(b)))
+	a.createdAt = append(a.createdAt, pgtype.Timestamptz{Time: m.CreatedAt, Valid: true})
+	a.refreshAt = append(a.refreshAt, timestamptz(m.RefreshAt))
+	a.deadlineAt = append(a.deadlineAt, timestamptz(m.DeadlineAt))
 	a.attemptNo = append(a.attemptNo, int32(m.AttemptNo))
-	a.attemptUID = append(a.attemptUID, nullString(m.AttemptUID))
-	a.startedAt = append(a.startedAt, nullTime(m.StartedAt))
+	a.attemptUID = append(a.attemptUID, text(m.AttemptUID))
+	a.startedAt = append(a.startedAt, timestamptz(m.StartedAt))
 	a.consecutiveFailures = append(a.consecutiveFailures, int32(m.ConsecutiveFailures))
-	a.failingSince = append(a.failingSince, nullTime(m.FailingSince))
-	a.lastSuccessAt = append(a.lastSuccessAt, nullTime(m.LastSuccessAt))
+	a.failingSince = append(a.failingSince, timestamptz(m.FailingSince))
+	a.lastSuccessAt = append(a.lastSuccessAt, timestamptz(m.LastSuccessAt))
 	a.lastErrorKind = append(a.lastErrorKind, errKind)
 	a.lastErrorMessage = append(a.lastErrorMessage, errMessage)
 	a.lastErrorAt = append(a.lastErrorAt, errAt)
-	a.disabledAt = append(a.disabledAt, nullTime(m.DisabledAt))
-	a.disabledReason = append(a.disabledReason, nullString(m.DisabledReason))
+	a.disabledAt = append(a.disabledAt, timestamptz(m.DisabledAt))
+	a.disabledReason = append(a.disabledReason, text(m.DisabledReason))
 	a.paused = append(a.paused, m.Paused)
-	a.statusMessage = append(a.statusMessage, nullString(m.StatusMessage))
+	a.statusMessage = append(a.statusMessage, text(m.StatusMessage))
 	a.keepPayload = append(a.keepPayload, false)
 	a.upstreams = append(a.upstreams, upstreamsText(m.Upstreams))
-	a.upstreamsMode = append(a.upstreamsMode, nullString(m.UpstreamsMode))
-	a.lastChangedAt = append(a.lastChangedAt, nullTime(m.LastChangedAt))
-	a.debounceAt = append(a.debounceAt, nullTime(m.DebounceAt))
-	a.debounceSince = append(a.debounceSince, nullTime(m.DebounceSince))
-	a.debounceCause = append(a.debounceCause, nullString(m.DebounceCause))
-	a.overdueSince = append(a.overdueSince, nullTime(m.OverdueSince))
-	a.snoozedSince = append(a.snoozedSince, nullTime(m.SnoozedSince))
+	a.upstreamsMode = append(a.upstreamsMode, text(m.UpstreamsMode))
+	a.lastChangedAt = append(a.lastChangedAt, timestamptz(m.LastChangedAt))
+	a.debounceAt = append(a.debounceAt, timestamptz(m.DebounceAt))
+	a.debounceSince = append(a.debounceSince, timestamptz(m.DebounceSince))
+	a.debounceCause = append(a.debounceCause, text(m.DebounceCause))
+	a.overdueSince = append(a.overdueSince, timestamptz(m.OverdueSince))
+	a.snoozedSince = append(a.snoozedSince, timestamptz(m.SnoozedSince))
 	a.waitingForSlot = append(a.waitingForSlot, m.WaitingForSlot)
 	a.offSchedule = append(a.offSchedule, m.OffSchedule)
-	a.overdueAt = append(a.overdueAt, nullTime(overdueAt(&m)))
-	a.waitingLimit = append(a.waitingLimit, nullString(waitingLimit(&m)))
+	a.overdueAt = append(a.overdueAt, timestamptz(overdueAt(&m)))
+	a.waitingLimit = append(a.waitingLimit, text(waitingLimit(&m)))
 	return nil
 }
 
