@@ -92,17 +92,13 @@ var columnSQL = [numColumns]struct {
 	colOffSchedule: {[]string{"bool[]"}, []string{"off_schedule"}, []string{"off_schedule = u.off_schedule"}},
 }
 
-// updateStatements caches the statement of each set of columns.
-var updateStatements sync.Map // uint32 -> string
+// allColumns is the mask of every column: an insert writes them all.
+const allColumns = uint32(1)<<numColumns - 1
 
-// updateStatement returns the UPDATE that sets the columns of mask (and
-// updated_at) of the rows held by the transaction, from the arrays of
-// updateArrays.args.
-func updateStatement(mask uint32) string {
-	if s, ok := updateStatements.Load(mask); ok {
-		return s.(string)
-	}
-	args, names, sets := []string{"$1::tid[]", "$2::text[]"}, []string{"tid", "id"}, []string(nil)
+// unnestOf returns the unnest of the columns of mask, after the
+// parameters args named names (the arrays of updateArrays.args, in their
+// order), and what each of those columns is set to ("column = value").
+func unnestOf(mask uint32, args, names []string) (unnest string, sets []string) {
 	for c := range numColumns {
 		if mask&(1<<c) == 0 {
 			continue
@@ -114,15 +110,42 @@ func updateStatement(mask uint32) string {
 		}
 		sets = append(sets, sql.set...)
 	}
+	return "unnest(" + strings.Join(args, ", ") + ") AS u(" + strings.Join(names, ", ") + ")", sets
+}
+
+// updateStatements caches the statement of each set of columns.
+var updateStatements sync.Map // uint32 -> string
+
+// updateStatement returns the UPDATE that sets the columns of mask (and
+// updated_at) of the rows held by the transaction, from the arrays of
+// updateArrays.args.
+func updateStatement(mask uint32) string {
+	if s, ok := updateStatements.Load(mask); ok {
+		return s.(string)
+	}
+	unnest, sets := unnestOf(mask, []string{"$1::tid[]", "$2::text[]"}, []string{"tid", "id"})
 	sets = append(sets, "updated_at = now()")
 	// The rows are found by ctid (the transaction holds them, so it is
 	// theirs); the id is checked too.
-	s := "UPDATE models AS m SET " + strings.Join(sets, ", ") +
-		" FROM unnest(" + strings.Join(args, ", ") + ") AS u(" + strings.Join(names, ", ") + ")" +
+	s := "UPDATE models AS m SET " + strings.Join(sets, ", ") + " FROM " + unnest +
 		" WHERE m.ctid = u.tid AND m.id = u.id"
 	updateStatements.Store(mask, s)
 	return s
 }
+
+// insertModels inserts models, leaving those whose id exists, from the
+// arrays of an updateArrays of allColumns (args without the tids): the
+// columns an update may set are every column of models.
+var insertModels = func() string {
+	unnest, sets := unnestOf(allColumns, []string{"$1::text[]"}, []string{"id"})
+	cols, values := []string{"id"}, []string{"u.id"}
+	for _, set := range sets {
+		col, value, _ := strings.Cut(set, " = ")
+		cols, values = append(cols, col), append(values, value)
+	}
+	return "INSERT INTO models (" + strings.Join(cols, ", ") + ", updated_at) SELECT " +
+		strings.Join(values, ", ") + ", now() FROM " + unnest + " ON CONFLICT (id) DO NOTHING"
+}()
 
 // samePolicy reports whether policies a and b are equal. Every transition
 // but an edit leaves the policy it read: a copy, equal bit for bit, which
@@ -205,7 +228,8 @@ func (a array[T]) Index(i int) any { return &a[i] }
 func (a array[T]) IndexType() any { return new(T) }
 
 // updateArrays holds the columns of mask of a batch of models, column by
-// column, the shape that updateStatement reads.
+// column, the shape that updateStatement reads (and insertModels, with
+// allColumns).
 type updateArrays struct {
 	mask                                           uint32
 	tid                                            array[pgtype.TID]

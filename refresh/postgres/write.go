@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,35 +18,9 @@ import (
 // another transaction created it after ours looked for it.
 var errCreated = errors.New("a model was created concurrently")
 
-// modelUnnest turns the arrays of modelArrays.args into rows, for inserts
-// (keep_payload is always false there).
-const modelUnnest = `unnest($1::text[], $2::text[], $3::text[], $4::text[],
-		$5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::int[], $9::text[],
-		$10::timestamptz[], $11::int[], $12::timestamptz[], $13::timestamptz[], $14::text[],
-		$15::text[], $16::timestamptz[], $17::timestamptz[], $18::text[], $19::bool[], $20::text[], $21::bool[],
-		$22::text[], $23::text[], $24::timestamptz[], $25::timestamptz[], $26::timestamptz[], $27::text[],
-		$28::timestamptz[], $29::timestamptz[], $30::bool[], $31::bool[], $32::timestamptz[], $33::text[])
-	AS u(id, queue, payload, policy, created_at, refresh_at, deadline_at,
-		attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
-		last_success_at, last_error_kind, last_error_message, last_error_at,
-		disabled_at, disabled_reason, paused, status_message, keep_payload,
-		upstreams, upstreams_mode, last_changed_at, debounce_at, debounce_since, debounce_cause,
-		overdue_since, snoozed_since, waiting_for_slot, off_schedule, overdue_at, waiting_limit)`
-
 // upstreamsSQL turns the upstreams of a row of an unnest, sent as their ids
 // separated by spaces (an id holds none), into a text[].
 const upstreamsSQL = `string_to_array(u.upstreams, ' ')`
-
-const insertModels = `INSERT INTO models (` + modelColumns + `, overdue_at, updated_at)
-	SELECT u.id, u.queue, u.payload::json, u.policy::jsonb, u.created_at, u.refresh_at,
-		u.deadline_at, u.attempt_no, u.attempt_uid, u.started_at, u.consecutive_failures,
-		u.failing_since, u.last_success_at, u.last_error_kind, u.last_error_message,
-		u.last_error_at, u.disabled_at, u.disabled_reason, u.paused, u.status_message,
-		` + upstreamsSQL + `, u.upstreams_mode, u.last_changed_at, u.debounce_at, u.debounce_since,
-		u.debounce_cause, u.overdue_since, u.snoozed_since, u.waiting_for_slot, u.off_schedule,
-		u.waiting_limit, u.overdue_at, now()
-	FROM ` + modelUnnest + `
-	ON CONFLICT (id) DO NOTHING`
 
 // attemptUnnest turns the arrays of attemptArrays.args into rows.
 const attemptUnnest = `unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[],
@@ -78,24 +51,6 @@ const endAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at
 		error_message = excluded.error_message, decision = excluded.decision,
 		delay_ns = excluded.delay_ns`
 
-// modelArrays holds a batch of models column by column, the shape that
-// modelUnnest reads.
-type modelArrays struct {
-	id, queue, payload, policy                             array[pgtype.Text]
-	createdAt                                              array[pgtype.Timestamptz]
-	refreshAt, deadlineAt, startedAt, failingSince         array[pgtype.Timestamptz]
-	lastSuccessAt, lastErrorAt, disabledAt                 array[pgtype.Timestamptz]
-	attemptNo, consecutiveFailures                         []int32
-	attemptUID, lastErrorKind, lastErrorMessage            array[pgtype.Text]
-	disabledReason, statusMessage                          array[pgtype.Text]
-	paused, keepPayload                                    []bool
-	upstreams, upstreamsMode, debounceCause                array[pgtype.Text]
-	lastChangedAt, debounceAt, debounceSince, overdueSince array[pgtype.Timestamptz]
-	snoozedSince, overdueAt                                array[pgtype.Timestamptz]
-	waitingForSlot, offSchedule                            []bool
-	waitingLimit                                           array[pgtype.Text]
-}
-
 // upstreamsText returns upstreams as upstreamsSQL reads them: the ids
 // separated by spaces, or NULL for none.
 func upstreamsText(upstreams []string) pgtype.Text {
@@ -110,62 +65,6 @@ func overdueAt(m *refresh.Model) time.Time {
 	}
 	at, _ := m.OverdueAt()
 	return at
-}
-
-// add appends m.
-func (a *modelArrays) add(m refresh.Model) error {
-	b, err := json.Marshal(m.Policy)
-	if err != nil {
-		return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
-	}
-	var errKind, errMessage pgtype.Text
-	var errAt pgtype.Timestamptz
-	if e := m.LastError; e != nil {
-		errKind, errMessage, errAt = textNotNull(e.Kind), textNotNull(e.Message), timestamptz(e.At)
-	}
-	a.id = append(a.id, textNotNull(m.ID))
-	a.queue = append(a.queue, textNotNull(m.Queue))
-	a.payload = append(a.payload, text(string(m.Payload)))
-	a.policy = append(a.policy, textNotNull(string(b)))
-	a.createdAt = append(a.createdAt, pgtype.Timestamptz{Time: m.CreatedAt, Valid: true})
-	a.refreshAt = append(a.refreshAt, timestamptz(m.RefreshAt))
-	a.deadlineAt = append(a.deadlineAt, timestamptz(m.DeadlineAt))
-	a.attemptNo = append(a.attemptNo, int32(m.AttemptNo))
-	a.attemptUID = append(a.attemptUID, text(m.AttemptUID))
-	a.startedAt = append(a.startedAt, timestamptz(m.StartedAt))
-	a.consecutiveFailures = append(a.consecutiveFailures, int32(m.ConsecutiveFailures))
-	a.failingSince = append(a.failingSince, timestamptz(m.FailingSince))
-	a.lastSuccessAt = append(a.lastSuccessAt, timestamptz(m.LastSuccessAt))
-	a.lastErrorKind = append(a.lastErrorKind, errKind)
-	a.lastErrorMessage = append(a.lastErrorMessage, errMessage)
-	a.lastErrorAt = append(a.lastErrorAt, errAt)
-	a.disabledAt = append(a.disabledAt, timestamptz(m.DisabledAt))
-	a.disabledReason = append(a.disabledReason, text(m.DisabledReason))
-	a.paused = append(a.paused, m.Paused)
-	a.statusMessage = append(a.statusMessage, text(m.StatusMessage))
-	a.keepPayload = append(a.keepPayload, false)
-	a.upstreams = append(a.upstreams, upstreamsText(m.Upstreams))
-	a.upstreamsMode = append(a.upstreamsMode, text(m.UpstreamsMode))
-	a.lastChangedAt = append(a.lastChangedAt, timestamptz(m.LastChangedAt))
-	a.debounceAt = append(a.debounceAt, timestamptz(m.DebounceAt))
-	a.debounceSince = append(a.debounceSince, timestamptz(m.DebounceSince))
-	a.debounceCause = append(a.debounceCause, text(m.DebounceCause))
-	a.overdueSince = append(a.overdueSince, timestamptz(m.OverdueSince))
-	a.snoozedSince = append(a.snoozedSince, timestamptz(m.SnoozedSince))
-	a.waitingForSlot = append(a.waitingForSlot, m.WaitingForSlot)
-	a.offSchedule = append(a.offSchedule, m.OffSchedule)
-	a.overdueAt = append(a.overdueAt, timestamptz(overdueAt(&m)))
-	a.waitingLimit = append(a.waitingLimit, text(waitingLimit(&m)))
-	return nil
-}
-
-func (a *modelArrays) args() []any {
-	return []any{a.id, a.queue, a.payload, a.policy, a.createdAt, a.refreshAt, a.deadlineAt,
-		a.attemptNo, a.attemptUID, a.startedAt, a.consecutiveFailures, a.failingSince,
-		a.lastSuccessAt, a.lastErrorKind, a.lastErrorMessage, a.lastErrorAt,
-		a.disabledAt, a.disabledReason, a.paused, a.statusMessage, a.keepPayload,
-		a.upstreams, a.upstreamsMode, a.lastChangedAt, a.debounceAt, a.debounceSince, a.debounceCause,
-		a.overdueSince, a.snoozedSince, a.waitingForSlot, a.offSchedule, a.overdueAt, a.waitingLimit}
 }
 
 // waitingLimit returns the limit m waits for, or "" when it does not wait.
@@ -253,7 +152,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 		}
 	}
 
-	var inserts modelArrays
+	var inserts *updateArrays
 	var starts, ends attemptArrays
 	var deletes []string
 	var updated []*refresh.Model
@@ -295,8 +194,13 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 			mask |= changedColumns(&locked[j], &c.Model)
 			updated = append(updated, &c.Model)
 			updatedTIDs = append(updatedTIDs, held.tids[j])
-		} else if err := inserts.add(c.Model); err != nil {
-			return err
+		} else {
+			if inserts == nil {
+				inserts = newUpdateArrays(allColumns, len(changes))
+			}
+			if err := inserts.add(&c.Model); err != nil {
+				return err
+			}
 		}
 		if next, prev := dueAt(c.Model), dueAt(old); !next.IsZero() && (prev.IsZero() || next.Before(prev)) {
 			notify = true
@@ -330,8 +234,8 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 		b.Queue(`DELETE FROM models WHERE id = ANY($1)`, deletes)
 		b.Queue(`DELETE FROM attempts WHERE model_id = ANY($1)`, deletes)
 	}
-	if len(inserts.id) > 0 {
-		b.Queue(insertModels, inserts.args()...)
+	if inserts != nil {
+		b.Queue(insertModels, inserts.args()[1:]...) // no tids
 	}
 	if updates != nil {
 		b.Queue(updateStatement(mask), updates.args()...)
@@ -365,7 +269,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 				return fmt.Errorf("delete the history of %d models: %w", len(deletes), err)
 			}
 		}
-		if len(inserts.id) > 0 {
+		if inserts != nil {
 			tag, err := res.Exec()
 			if err != nil {
 				return fmt.Errorf("insert %d models: %w", len(inserts.id), err)
