@@ -41,6 +41,8 @@ type work struct {
 	slots map[slotKey]*slotTable
 	empty map[*[monthShapes]uint32]emptyRun
 	cycle map[*[monthShapes]uint32][]uint64
+	// pooled are the bitsets of cycle, for release.
+	pooled []*[cycleWords]uint64
 }
 
 // emptyRun is what emptyMonths found.
@@ -495,7 +497,10 @@ var cycleStart = daysFromCivil(2000, 1, 1)
 
 // cycleDays returns the days of the 400-year cycle from cycleStart that
 // pass the rule's month table, as a bitset, followed by the first 6 days
-// of the next cycle.
+// of the next cycle. It lays out the passing days of each of the 14 kinds
+// of year (weekday of January 1st, leap or not) once, then copies one of
+// them for each year of the cycle. The bitset comes from a pool and goes
+// back to it when the parse is done (work.release).
 func (r *rule) cycleDays(w *work) ([]uint64, error) {
 	if days, ok := w.cycle[r.months]; ok {
 		return days, nil
@@ -503,23 +508,75 @@ func (r *rule) cycleDays(w *work) ([]uint64, error) {
 	if !w.spend(len(cycleMonths()) / monthsPerStep) {
 		return nil, w.ruleExceeded("bounding the search for an occurrence of")
 	}
-	days := make([]uint64, (146097+63)/64+1)
-	at := 0
-	for _, sh := range cycleMonths() {
-		m := uint64(r.months[sh] >> 1) // bit d-1 for day d
-		days[at>>6] |= m << uint(at&63)
-		if at&63 != 0 {
-			days[at>>6+1] |= m >> uint(64-at&63)
+	// years[wd0*2+leap]: the passing days of such a year, bit i for day
+	// i of the year.
+	var years [14][yearWords]uint64
+	for k := range years {
+		wd, leap := k/2, k%2 == 1
+		at := 0
+		for m := 1; m <= 12; m++ {
+			dim := daysInMonth(2001-btoi(leap), m) // 2000 is leap, 2001 is not
+			orBits(years[k][:], at, uint64(r.months[monthShape(m, leap, wd)]>>1))
+			at += dim
+			wd = (wd + dim) % 7
 		}
-		at += shapeDays(sh)
+	}
+	days := cycleDaysPool.Get().(*[cycleWords]uint64)
+	clear(days[:])
+	at := 0
+	for _, sh := range cycleYears() {
+		leap := sh&2 != 0
+		year := &years[int(sh)/4*2+btoi(leap)]
+		for i, v := range year {
+			orBits(days[:], at+64*i, v)
+		}
+		at += 365 + btoi(leap)
 	}
 	// The week from each of the last 6 days runs into the next cycle.
 	days[146097>>6] |= (days[0] & 0x3f) << uint(146097&63)
 	if w.cycle == nil {
 		w.cycle = map[*[monthShapes]uint32][]uint64{}
 	}
-	w.cycle[r.months] = days
-	return days, nil
+	w.cycle[r.months] = days[:]
+	w.pooled = append(w.pooled, days)
+	return days[:], nil
+}
+
+// yearWords is the size of a year's days as a bitset, with a last word
+// left empty (orBits may write into it), cycleWords that of the cycle's
+// (146,097 days and 6 more).
+const (
+	yearWords  = (366+63)/64 + 1
+	cycleWords = (146097+63)/64 + 1
+)
+
+// cycleDaysPool holds the bitsets of cycleDays between parses.
+var cycleDaysPool = sync.Pool{New: func() any { return new([cycleWords]uint64) }}
+
+// release gives back what the parse borrowed: the bitsets of cycleDays.
+func (w *work) release() {
+	for _, d := range w.pooled {
+		cycleDaysPool.Put(d)
+	}
+	w.pooled, w.cycle = nil, nil
+}
+
+// orBits sets in set the bits of v shifted to bit at.
+func orBits(set []uint64, at int, v uint64) {
+	if v == 0 {
+		return
+	}
+	set[at>>6] |= v << uint(at&63)
+	if at&63 != 0 {
+		set[at>>6+1] |= v >> uint(64-at&63)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // runs tracks the longest run of periods without an entry.
@@ -626,18 +683,15 @@ func (r *rule) periodRuns(n int64, wrap bool, w *work) (int64, bool, error) {
 					if p < 0 {
 						p = 146097 + nextSetBit(days, 0)
 					}
-					skip = min(max(1, ceilDiv(p-at-6, span)), n-k)
+					// (p > at+6: a plain division rounds up.)
+					skip = min(max(1, (p-at-6+span-1)/span), n-k)
 					looked += stepsWeekSkip
 				}
 				t.run += skip
 			}
 			k += skip
-			if skip == 1 {
-				if at += step; at >= 146097 {
-					at -= 146097
-				}
-			} else {
-				at = (at + skip%146097*step) % 146097
+			if at += skip % 146097 * step; at >= 146097 {
+				at %= 146097
 			}
 		}
 		if !w.spend(looked/periodsPerStep + 1) {

@@ -192,3 +192,45 @@ func TestCostlyMatchesNaiveWalk(t *testing.T) {
 }
 
 func newTestRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
+
+// TestCycleDays checks the bitset of cycleDays, laid out a year at a time
+// and from a pool, against one laid out month by month from scratch, for
+// random month tables, each built twice so that a reused bitset is seen.
+func TestCycleDays(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 50 {
+		var months [monthShapes]uint32
+		for sh := range months {
+			switch i % 3 {
+			case 0: // sparse: a few days now and then
+				if rng.IntN(4) == 0 {
+					months[sh] = 1 << (1 + rng.IntN(shapeDays(uint8(sh))))
+				}
+			default:
+				months[sh] = rng.Uint32() & (1<<(shapeDays(uint8(sh))+1) - 2)
+			}
+		}
+		want := make([]uint64, cycleWords)
+		at := 0
+		for _, sh := range cycleMonths() {
+			for d := range shapeDays(sh) {
+				if months[sh]&(1<<(d+1)) != 0 {
+					want[(at+d)>>6] |= 1 << ((at + d) & 63)
+				}
+			}
+			at += shapeDays(sh)
+		}
+		for d := range 6 {
+			if want[d>>6]&(1<<(d&63)) != 0 {
+				want[(146097+d)>>6] |= 1 << ((146097 + d) & 63)
+			}
+		}
+		for range 2 {
+			w := newWork(&DefaultLimits)
+			got, err := (&rule{months: &months}).cycleDays(w)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "table %d", i)
+			w.release()
+		}
+	}
+}

@@ -425,6 +425,7 @@ func (src *source) build(anchorDay int64, lim *Limits) (*Schedule, error) {
 		s.size += 512 * len(src.rules) // the rules as read, kept for Reanchor
 	}
 	w := newWork(lim)
+	defer w.release()
 	w.multi = len(src.rules) > 1
 	if !w.spend(src.textBytes/textBytesPerStep + stepsRuleText*len(src.rules)) {
 		return nil, w.exceeded(fmt.Sprintf("schedule: reading %d bytes", src.textBytes), "shorten it")
