@@ -96,6 +96,26 @@ var cycleMonths = sync.OnceValue(func() *[4800]uint8 {
 	return &out
 })
 
+// cycleMonthFirsts lists, for the 4,800 months of a 400-year cycle from
+// January 2000, each month's first day, counted from cycleStart.
+var cycleMonthFirsts = sync.OnceValue(func() *[4800]int32 {
+	var out [4800]int32
+	at := int32(0)
+	for i := range out {
+		out[i] = at
+		at += int32(daysInMonth(2000+i/12, i%12+1))
+	}
+	return &out
+})
+
+// monthAt returns the shape and the first day of month mi (counted from
+// January of year 0), from the tables of the 400-year cycle.
+func monthAt(mi int64) (shape uint8, first int64) {
+	c := floorDiv(mi-2000*12, 4800)
+	j := mi - 2000*12 - c*4800
+	return cycleMonths()[j], cycleStart + c*146097 + int64(cycleMonthFirsts()[j])
+}
+
 // cycleYears lists, for the 400 years of a cycle from 2000, each year's
 // shape.
 var cycleYears = sync.OnceValue(func() *[400]uint8 {
@@ -1039,6 +1059,9 @@ func (r *rule) walkCount(w *work) error {
 	it := iter{r: r, lim: r.lastDay}
 	emitted := 0
 	last, any := int64(0), false
+	// The last entry so far, found only at the end: period lastK, entry
+	// lastEntry (lastK < 0 once last holds it).
+	lastK, lastEntry := int64(-1), 0
 	refuse := func() error {
 		return w.exceeded(fmt.Sprintf("COUNT=%d: counting the occurrences from DTSTART", r.count), "lower COUNT")
 	}
@@ -1058,12 +1081,12 @@ func (r *rule) walkCount(w *work) error {
 		}
 		n := it.entries() - from
 		if n > 0 && emitted+n >= r.count {
-			last, any = it.entry(from+r.count-emitted-1), true
+			last, any, lastK = it.entry(from+r.count-emitted-1), true, -1
 			emitted = r.count
 			break
 		}
 		if n > 0 {
-			last, any = it.entry(from+n-1), true
+			lastK, lastEntry, any = k, from+n-1, true
 			emitted += n
 		}
 		if k == 0 && r.evenPeriods() {
@@ -1081,7 +1104,7 @@ func (r *rule) walkCount(w *work) error {
 			}
 			if got, ok := it.active(target); ok && got == target {
 				it.load(target)
-				last, any = it.entry((left-1)%per), true
+				last, any, lastK = it.entry((left-1)%per), true, -1
 				emitted = r.count
 				break
 			}
@@ -1096,6 +1119,11 @@ func (r *rule) walkCount(w *work) error {
 	}
 	if !any {
 		return ErrNoOccurrence
+	}
+	if lastK >= 0 {
+		at := iter{r: r, lim: r.lastDay}
+		at.load(lastK)
+		last = at.entry(lastEntry)
 	}
 	r.lastWall = min(r.lastWall, last)
 	r.lastDay = floorDiv(r.lastWall, secondsPerDay)

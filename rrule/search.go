@@ -62,13 +62,6 @@ func yearShapeOf(y int) (int, int64) {
 	return yearShape(weekdayOf(jan1), isLeap(y), isLeap(y-1)), jan1
 }
 
-// monthDays returns the days of y-m that pass (bits 1 to 31) and its first
-// day.
-func (r *rule) monthDays(y, m int) (uint32, int64) {
-	first := daysFromCivil(y, m, 1)
-	return r.months[monthShape(m, isLeap(y), weekdayOf(first))], first
-}
-
 // weekDays returns the days of the week starting on day w that pass, bit
 // 0 being day w.
 func (r *rule) weekDays(w int64) uint64 {
@@ -200,12 +193,11 @@ func (it *iter) periodActive(k int64) (active, past bool) {
 		return int(r.yearCount[sh])*r.nt >= r.minPick, jan1 > it.lim
 	case monthly:
 		mi := r.origin + k*r.interval
-		y, m := floorDiv(mi, 12), int(floorMod(mi, 12))+1
-		if y > maxYear {
+		if mi > maxYear*12+11 {
 			return false, true
 		}
-		first := daysFromCivil(int(y), m, 1)
-		return int(r.monthCount[monthShape(m, isLeap(int(y)), weekdayOf(first))])*r.nt >= r.minPick, first > it.lim
+		sh, first := monthAt(mi)
+		return int(r.monthCount[sh])*r.nt >= r.minPick, first > it.lim
 	default:
 		w := r.origin + 7*k*r.interval
 		return bits.OnesCount64(r.weekDays(w))*r.nt >= r.minPick, w > it.lim
@@ -304,8 +296,8 @@ func (it *iter) load(k int64) {
 		sh, jan1 := yearShapeOf(int(r.origin + k*r.interval))
 		it.base, it.mask, it.total = jan1, r.years[sh], int(r.yearCount[sh])*r.nt
 	case monthly:
-		mi := r.origin + k*r.interval
-		mm, first := r.monthDays(int(floorDiv(mi, 12)), int(floorMod(mi, 12))+1)
+		sh, first := monthAt(r.origin + k*r.interval)
+		mm := r.months[sh]
 		it.base, it.mask[0], it.total = first, uint64(mm>>1), bits.OnesCount32(mm)*r.nt
 	case weekly:
 		it.base = r.origin + 7*k*r.interval
