@@ -83,58 +83,72 @@ const (
 	periodsPerStep    = 2 // periods of a cycle looked at per step
 )
 
+// cycle holds tables of the calendar's 400-year cycle from January 2000,
+// built at start: each month's shape and first day (counted from
+// cycleStart), and each year's shape.
+var cycle = func() (c struct {
+	months [4800]uint8
+	firsts [4800]int32
+	years  [400]uint8
+}) {
+	at := int32(0)
+	for i := range c.months {
+		y, m := 2000+i/12, i%12+1
+		c.months[i] = uint8(monthShape(m, isLeap(y), weekdayOf(cycleStart+int64(at))))
+		c.firsts[i] = at
+		at += int32(daysInMonth(y, m))
+	}
+	for i := range c.years {
+		sh, _ := yearShapeOf(2000 + i)
+		c.years[i] = uint8(sh)
+	}
+	return c
+}()
+
 // cycleMonths lists, for the 4,800 months of a 400-year cycle from
 // January 2000, each month's shape.
-var cycleMonths = sync.OnceValue(func() *[4800]uint8 {
-	var out [4800]uint8
-	first := daysFromCivil(2000, 1, 1)
-	for i := range out {
-		y, m := 2000+i/12, i%12+1
-		out[i] = uint8(monthShape(m, isLeap(y), weekdayOf(first)))
-		first += int64(daysInMonth(y, m))
-	}
-	return &out
-})
-
-// cycleMonthFirsts lists, for the 4,800 months of a 400-year cycle from
-// January 2000, each month's first day, counted from cycleStart.
-var cycleMonthFirsts = sync.OnceValue(func() *[4800]int32 {
-	var out [4800]int32
-	at := int32(0)
-	for i := range out {
-		out[i] = at
-		at += int32(daysInMonth(2000+i/12, i%12+1))
-	}
-	return &out
-})
-
-// monthAt returns the shape and the first day of month mi (counted from
-// January of year 0), from the tables of the 400-year cycle.
-func monthAt(mi int64) (shape uint8, first int64) {
-	c := floorDiv(mi-2000*12, 4800)
-	j := mi - 2000*12 - c*4800
-	return cycleMonths()[j], cycleStart + c*146097 + int64(cycleMonthFirsts()[j])
-}
+func cycleMonths() *[4800]uint8 { return &cycle.months }
 
 // cycleYears lists, for the 400 years of a cycle from 2000, each year's
 // shape.
-var cycleYears = sync.OnceValue(func() *[400]uint8 {
-	var out [400]uint8
-	for i := range out {
-		sh, _ := yearShapeOf(2000 + i)
-		out[i] = uint8(sh)
+func cycleYears() *[400]uint8 { return &cycle.years }
+
+// monthAt returns the shape and the first day of month mi (counted from
+// January of year 0).
+func monthAt(mi int64) (shape uint8, first int64) {
+	c := floorDiv(mi-2000*12, 4800)
+	j := mi - 2000*12 - c*4800
+	return cycle.months[j], cycleStart + c*146097 + int64(cycle.firsts[j])
+}
+
+// monthOf returns the month of day within the 400-year cycle (an index of
+// cycleMonths) and day's place in it (1 for the first day).
+func monthOf(day int64) (j, d int) {
+	off := int(floorMod(day-cycleStart, 146097))
+	// Months are 28 to 31 days long: the estimate is at most one off.
+	j = off * 4800 / 146097
+	if int(cycle.firsts[j]) > off {
+		j--
+	} else if j < 4799 && int(cycle.firsts[j+1]) <= off {
+		j++
 	}
-	return &out
-})
+	return j, off - int(cycle.firsts[j]) + 1
+}
 
 // shapeDays returns the number of days of a month of shape sh.
-func shapeDays(sh uint8) int {
-	m, leap := int(sh)/14+1, int(sh)/7%2 == 1
-	if m == 2 && leap {
-		return 29
+func shapeDays(sh uint8) int { return int(shapeLengths[sh]) }
+
+// shapeLengths holds the number of days of a month of each shape.
+var shapeLengths = func() (out [monthShapes]uint8) {
+	for sh := range out {
+		m, leap := sh/14+1, sh/7%2 == 1
+		out[sh] = uint8(cumulativeDays[m] - cumulativeDays[m-1])
+		if m == 2 && leap {
+			out[sh] = 29
+		}
 	}
-	return cumulativeDays[m] - cumulativeDays[m-1]
-}
+	return out
+}()
 
 // shapeSet is a set of month shapes.
 type shapeSet [3]uint64

@@ -234,3 +234,23 @@ func TestCycleDays(t *testing.T) {
 		}
 	}
 }
+
+// TestMonthOf checks monthOf and monthAt against the date conversions on
+// every day of two 400-year cycles, one of them before year 0.
+func TestMonthOf(t *testing.T) {
+	for _, start := range []int64{cycleStart - 3*146097, cycleStart} {
+		for day := start; day < start+146097; day++ {
+			y, m, d := civilFromDays(day)
+			j, gotD := monthOf(day)
+			if gotD != d || j != int(floorMod(int64(y-2000)*12+int64(m-1), 4800)) {
+				t.Fatalf("monthOf(%d) = month %d, day %d; want %d-%02d-%02d", day, j, gotD, y, m, d)
+			}
+			if d == 1 {
+				sh, first := monthAt(int64(y)*12 + int64(m-1))
+				require.Equal(t, day, first)
+				require.Equal(t, uint8(monthShape(m, isLeap(y), weekdayOf(day))), sh)
+				require.Equal(t, daysInMonth(y, m), shapeDays(sh))
+			}
+		}
+	}
+}

@@ -90,33 +90,48 @@ func (r *rule) dayPasses(day int64) bool {
 	return r.months[monthShape(m, isLeap(y), weekdayOf(day-int64(d-1)))]&(1<<uint(d)) != 0
 }
 
-// nextPassingDay returns the first day at or after day that passes the day
-// filter, walking month by month, or false past it.lim.
-func (it *iter) nextPassingDay(day int64) (int64, bool) {
+// passingDay returns day if it passes the day filter, and otherwise the
+// first day after it that does, walking month by month, or false past
+// it.lim.
+func (it *iter) passingDay(day int64) (int64, bool) {
 	r := it.r
 	if r.months == nil {
-		return day, day <= it.lim
+		return day, true
 	}
-	y, m, d := civilFromDays(day)
+	j, d := monthOf(day)
+	sh := cycle.months[j]
+	if r.months[sh]&(1<<uint(d)) != 0 {
+		return day, true
+	}
 	first := day - int64(d-1)
-	wd1 := weekdayOf(first)
+	if dim := shapeDays(sh); d < dim {
+		d++
+	} else {
+		d, first, j = 1, first+int64(dim), (j+1)%4800
+	}
+	return it.walkMonths(j, d, first)
+}
+
+// walkMonths returns the first day from day d of month j of the 400-year
+// cycle (an index of cycleMonths), whose first day is first, that passes
+// the day filter, walking month by month, or false past it.lim.
+func (it *iter) walkMonths(j, d int, first int64) (int64, bool) {
+	r := it.r
 	it.steps += stepsScan
 	for {
 		it.steps++
 		if first > it.lim {
 			return 0, false
 		}
-		leap := isLeap(y)
-		if mm := r.months[monthShape(m, leap, wd1)] >> uint(d) << uint(d); mm != 0 {
+		sh := cycle.months[j]
+		if mm := r.months[sh] >> uint(d) << uint(d); mm != 0 {
 			found := first + int64(bits.TrailingZeros32(mm)-1)
 			return found, found <= it.lim
 		}
-		dim := daysInMonth(y, m)
-		first += int64(dim)
-		wd1 = (wd1 + dim) % 7
+		first += int64(shapeDays(sh))
 		d = 1
-		if m++; m > 12 {
-			m, y = 1, y+1
+		if j++; j == 4800 {
+			j = 0
 		}
 	}
 }
@@ -240,10 +255,10 @@ func (it *iter) active(k int64) (int64, bool) {
 			if r.months != nil {
 				it.steps += stepsDay
 			}
-			if r.dayPasses(day) {
+			next, ok := it.passingDay(day)
+			if ok && next == day {
 				return k, true
 			}
-			next, ok := it.nextPassingDay(day + 1)
 			if !ok {
 				return 0, false
 			}
@@ -260,8 +275,7 @@ func (it *iter) active(k int64) (int64, bool) {
 			if r.months != nil {
 				it.steps += stepsDay
 			}
-			if !r.dayPasses(day) {
-				next, ok := it.nextPassingDay(day + 1)
+			if next, ok := it.passingDay(day); !ok || next != day {
 				if !ok {
 					return 0, false
 				}
