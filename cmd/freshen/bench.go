@@ -547,7 +547,7 @@ func printHostile(out io.Writer, r bench.HostileResult) {
 	}
 	benchRow(out, "next occurrence, max", benchDur(n.Worst.Max), "<= "+benchDur(targetNext), n.Worst.Max <= targetNext)
 	fmt.Fprintf(out, "  (the slowest: %s)\n", n.Worst.Name)
-	fmt.Fprintf(out, "  pass over %s due models, each with its own variant of %q:\n", benchNumber(float64(n.PassModels), 0), n.PassSchedule)
+	fmt.Fprintf(out, "  pass over %s due models, each with its own variant of %q (cold for one model: the fastest on 3 new variants of the same cost):\n", benchNumber(float64(n.PassModels), 0), n.PassSchedule)
 	benchRow(out, "  none cached: most for one model", benchDur(n.PassMax), "<= "+benchDur(targetNext), n.PassMax <= targetNext)
 	benchRow(out, "  none cached: the whole pass", benchDur(n.PassCold), "", true)
 	benchRow(out, "  again at once: the whole pass", benchDur(n.PassWarm), "", true)
