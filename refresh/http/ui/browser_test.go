@@ -32,6 +32,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/freshen-dev/freshen/queue"
+	"github.com/freshen-dev/freshen/refresh"
 	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 )
 
@@ -169,6 +170,18 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 	}
 }
 
+// importSchedule is the schedule of import-7: daily in New York at the
+// hour twelve hours from now, so that its next run is never close. Within
+// its timeout (15m) of the next run, a retry would be aligned with that
+// run, and the replay form test would count one attempt, not three.
+var importSchedule = func() string {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("FREQ=DAILY;BYHOUR=%d", (refresh.SystemClock{}.Now().In(ny).Hour()+12)%24)
+}()
+
 // evil is a failure message that would run if a page did not escape it.
 const evil = `<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> no date in row 3`
 
@@ -189,7 +202,7 @@ func (s *served) seed(t *testing.T) {
 	put("thumbnail-1", `{"queue": "thumbnails", "payload": {"image": "s3://bucket/42.png"}, "policy": {"timeout": "5m"}}`)
 	put("cache-1", `{"queue": "caches", "policy": {"schedule": "FREQ=HOURLY", "timezone": "Europe/Paris", "timeout": "10m",
 		"retry": {"backoff": {"strategy": "exponential", "base": "1m", "max_retries": 3}}}}`)
-	put("import-7", `{"queue": "imports", "trigger": true, "policy": {"schedule": "FREQ=DAILY;BYHOUR=2", "timezone": "America/New_York", "timeout": "15m"}}`)
+	put("import-7", `{"queue": "imports", "trigger": true, "policy": {"schedule": "`+importSchedule+`", "timezone": "America/New_York", "timeout": "15m"}}`)
 
 	// A worker of the imports queue fails with a validation error, which
 	// disables the model at once.
@@ -421,12 +434,12 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click(`form.replay-open button`, chromedp.ByQuery),
 			chromedp.WaitVisible(`form.replay #policy`, chromedp.ByQuery),
 			chromedp.Value(`form.replay #policy`, &policy, chromedp.ByQuery))
-		require.Contains(t, policy, `"schedule": "FREQ=DAILY;BYHOUR=2"`, "the form proposes the model's own policy")
+		require.Contains(t, policy, `"schedule": "`+importSchedule+`"`, "the form proposes the model's own policy")
 
 		var recorded, replayed, rows []string
 		var pwned bool
 		step(t, ctx, "replay under another policy",
-			chromedp.SetValue(`form.replay #policy`, `{"schedule": "FREQ=DAILY;BYHOUR=2", "timezone": "America/New_York", "timeout": "15m",
+			chromedp.SetValue(`form.replay #policy`, `{"schedule": "`+importSchedule+`", "timezone": "America/New_York", "timeout": "15m",
 				"retry": {"delays": ["0s", "0s"], "non_retryable": []}}`, chromedp.ByQuery),
 			chromedp.Click(`form.replay button.primary`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#result svg.chart`, chromedp.ByQuery),
