@@ -105,14 +105,6 @@ var cycle = func() (c struct {
 	return c
 }()
 
-// cycleMonths lists, for the 4,800 months of a 400-year cycle from
-// January 2000, each month's shape.
-func cycleMonths() *[4800]uint8 { return &cycle.months }
-
-// cycleYears lists, for the 400 years of a cycle from 2000, each year's
-// shape.
-func cycleYears() *[400]uint8 { return &cycle.years }
-
 // monthAt returns the shape and the first day of month mi (counted from
 // January of year 0).
 func monthAt(mi int64) (shape uint8, first int64) {
@@ -122,7 +114,7 @@ func monthAt(mi int64) (shape uint8, first int64) {
 }
 
 // monthOf returns the month of day within the 400-year cycle (an index of
-// cycleMonths) and day's place in it (1 for the first day).
+// cycle.months) and day's place in it (1 for the first day).
 func monthOf(day int64) (j, d int) {
 	off := int(floorMod(day-cycleStart, 146097))
 	// Months are 28 to 31 days long: the estimate is at most one off.
@@ -216,11 +208,11 @@ func (r *rule) emptyMonths(w *work) (int, bool, error) {
 		// The months of each year are alike.
 		e.run, e.ok = longestGap(uint64(months), 12)
 	} else {
-		if !w.spend(len(cycleMonths()) / monthsPerStep) {
+		if !w.spend(len(cycle.months) / monthsPerStep) {
 			return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
 		}
 		longest, run, lead := 0, 0, 0
-		for _, sh := range cycleMonths() {
+		for _, sh := range &cycle.months {
 			if !nonEmpty.has(sh) {
 				run++
 				continue
@@ -297,7 +289,7 @@ func (r *rule) shortRuns(n int, w *work) (int, bool, error) {
 		return 0, true, nil
 	}
 	run, head := 0, -1 // head: the run that starts the cycle, once closed
-	for _, sh := range cycleMonths() {
+	for _, sh := range &cycle.months {
 		dim := shapeDays(sh)
 		m := uint64(r.months[sh] >> 1) // bit d-1 for day d
 		// A step per month and per run.
@@ -382,8 +374,8 @@ func (r *rule) missedRuns(w *work) (int, bool, error) {
 		unit = r.perDay
 	}
 	i := r.interval
-	period, cost := int64(146097), int64(len(cycleMonths())) // days, and steps per period
-	var week []int64                                         // the runs of a week: offset and length
+	period, cost := int64(146097), int64(len(cycle.months)) // days, and steps per period
+	var week []int64                                        // the runs of a week: offset and length
 	first := cycleStart + floorDiv(r.startDay-cycleStart, 146097)*146097
 	if r.weekdays {
 		// Weeks from a day that does not pass hold whole runs.
@@ -446,7 +438,7 @@ func (r *rule) missedRuns(w *work) (int, bool, error) {
 	// walk (head) continues the one that ends it.
 	start, run := int64(0), int64(0)
 	head, headSeen, headRun := int64(0), false, false
-	day, cm := first, cycleMonths()
+	day, cm := first, &cycle.months
 	for k := 0; day <= last; k++ {
 		sh := cm[k%len(cm)]
 		dim := int64(shapeDays(sh))
@@ -526,7 +518,7 @@ func (r *rule) fullMonths() bool {
 	return true
 }
 
-// cycleStart is the first day of the 400-year cycle of cycleMonths.
+// cycleStart is the first day of the 400-year cycle of the tables of cycle.
 var cycleStart = daysFromCivil(2000, 1, 1)
 
 // cycleDays returns the days of the 400-year cycle from cycleStart that
@@ -539,7 +531,7 @@ func (r *rule) cycleDays(w *work) ([]uint64, error) {
 	if days, ok := w.cycle[r.months]; ok {
 		return days, nil
 	}
-	if !w.spend(len(cycleMonths()) / monthsPerStep) {
+	if !w.spend(len(cycle.months) / monthsPerStep) {
 		return nil, w.ruleExceeded("bounding the search for an occurrence of")
 	}
 	// years[wd0*2+leap]: the passing days of such a year, bit i for day
@@ -549,16 +541,16 @@ func (r *rule) cycleDays(w *work) ([]uint64, error) {
 		wd, leap := k/2, k%2 == 1
 		at := 0
 		for m := 1; m <= 12; m++ {
-			dim := daysInMonth(2001-btoi(leap), m) // 2000 is leap, 2001 is not
-			orBits(years[k][:], at, uint64(r.months[monthShape(m, leap, wd)]>>1))
-			at += dim
-			wd = (wd + dim) % 7
+			sh := monthShape(m, leap, wd)
+			orBits(years[k][:], at, uint64(r.months[sh]>>1))
+			at += shapeDays(uint8(sh))
+			wd = (wd + shapeDays(uint8(sh))) % 7
 		}
 	}
 	days := cycleDaysPool.Get().(*[cycleWords]uint64)
 	clear(days[:])
 	at := 0
-	for _, sh := range cycleYears() {
+	for _, sh := range &cycle.years {
 		leap := sh&2 != 0
 		year := &years[int(sh)/4*2+btoi(leap)]
 		for i, v := range year {
@@ -653,7 +645,7 @@ func (r *rule) periodRuns(n int64, wrap bool, w *work) (int64, bool, error) {
 		if !w.spend(int(n)/periodsPerStep + 1) {
 			return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
 		}
-		cy := cycleYears()
+		cy := &cycle.years
 		at, step := floorMod(r.origin-2000, 400), r.interval%400
 		for range n {
 			t.add(act&(1<<cy[at]) != 0)
@@ -677,7 +669,7 @@ func (r *rule) periodRuns(n int64, wrap bool, w *work) (int64, bool, error) {
 		if !w.spend(int(n)/periodsPerStep + 1) {
 			return 0, false, w.ruleExceeded("bounding the search for an occurrence of")
 		}
-		cm := cycleMonths()
+		cm := &cycle.months
 		at, step := floorMod(r.origin-2000*12, 4800), r.interval%4800
 		for range n {
 			t.add(act.has(cm[at]))

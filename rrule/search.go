@@ -68,14 +68,11 @@ func (r *rule) weekDays(w int64) uint64 {
 	if !r.weekByMo {
 		return uint64(r.week)
 	}
-	y, m, d := civilFromDays(w)
-	leap, wd1 := isLeap(y), weekdayOf(w-int64(d-1))
-	days := uint64(r.months[monthShape(m, leap, wd1)]>>uint(d)) & 0x7f
-	if dim := daysInMonth(y, m); d+6 > dim {
-		if m++; m > 12 {
-			m, leap = 1, isLeap(y+1)
-		}
-		next := r.months[monthShape(m, leap, (wd1+dim)%7)]
+	j, d := monthOf(w)
+	sh := cycle.months[j]
+	days := uint64(r.months[sh]>>uint(d)) & 0x7f
+	if dim := shapeDays(sh); d+6 > dim {
+		next := r.months[cycle.months[(j+1)%4800]]
 		days |= uint64(next>>1) << uint(dim-d+1) & 0x7f
 	}
 	return days
@@ -86,8 +83,8 @@ func (r *rule) dayPasses(day int64) bool {
 	if r.months == nil {
 		return true
 	}
-	y, m, d := civilFromDays(day)
-	return r.months[monthShape(m, isLeap(y), weekdayOf(day-int64(d-1)))]&(1<<uint(d)) != 0
+	j, d := monthOf(day)
+	return r.months[cycle.months[j]]&(1<<uint(d)) != 0
 }
 
 // passingDay returns day if it passes the day filter, and otherwise the
@@ -99,12 +96,11 @@ func (it *iter) passingDay(day int64) (int64, bool) {
 		return day, true
 	}
 	j, d := monthOf(day)
-	sh := cycle.months[j]
-	if r.months[sh]&(1<<uint(d)) != 0 {
+	if r.months[cycle.months[j]]&(1<<uint(d)) != 0 {
 		return day, true
 	}
 	first := day - int64(d-1)
-	if dim := shapeDays(sh); d < dim {
+	if dim := shapeDays(cycle.months[j]); d < dim {
 		d++
 	} else {
 		d, first, j = 1, first+int64(dim), (j+1)%4800
@@ -113,7 +109,7 @@ func (it *iter) passingDay(day int64) (int64, bool) {
 }
 
 // walkMonths returns the first day from day d of month j of the 400-year
-// cycle (an index of cycleMonths), whose first day is first, that passes
+// cycle (an index of cycle.months), whose first day is first, that passes
 // the day filter, walking month by month, or false past it.lim.
 func (it *iter) walkMonths(j, d int, first int64) (int64, bool) {
 	r := it.r
