@@ -1030,44 +1030,40 @@ func (b *Bench) nextTimes(pass int) (NextResult, error) {
 	// parsed before (cold), then again at once (warm, as far as the rrule
 	// cache holds them). The policies are built as the store reads them
 	// back, without a parse. A model's cold figure is the fastest of up to
-	// coldRepeats passes, each over variants never parsed before (of the
-	// same cost: only their times move), so that a pause of the machine
-	// does not count, as for the next occurrences above; the whole pass is
-	// the first.
+	// coldRepeats passes, the later ones after the warm pass, each over
+	// variants never parsed before (of the same cost: only their times
+	// move), so that a pause of the machine does not count, as for the
+	// next occurrences above; the whole pass is the first.
 	res.PassSchedule = worst[costliest].name
-	repeats := max(1, min(coldRepeats, maxVariants/pass))
-	models := func(round int) []refresh.Model {
-		out := make([]refresh.Model, pass)
-		for i := range out {
+	cold := func(round int, took []time.Duration) (models []refresh.Model) {
+		for i := range pass {
 			p := refresh.DefaultPolicy()
 			p.Schedule = worstSchedules(now, 1+round*pass+i)[costliest].text
-			out[i] = refresh.Model{ID: fmt.Sprintf("pass-%d", i), Policy: p, CreatedAt: now}
-		}
-		return out
-	}
-	fastest := make([]time.Duration, pass)
-	var first []refresh.Model
-	for round := range repeats {
-		ms := models(round)
-		if round == 0 {
-			first = ms
-		}
-		for i, m := range ms {
+			m := refresh.Model{ID: fmt.Sprintf("pass-%d", i), Policy: p, CreatedAt: now}
 			t0 := b.clock.Now()
 			m.Next(now)
-			d := b.clock.Now().Sub(t0)
-			if round == 0 {
-				res.PassCold += d
-				fastest[i] = d
-			}
-			fastest[i] = min(fastest[i], d)
+			took[i] = min(took[i], b.clock.Now().Sub(t0))
+			models = append(models, m)
 		}
+		return models
 	}
-	res.PassMax = slices.Max(fastest)
+	fastest := make([]time.Duration, pass)
+	for i := range fastest {
+		fastest[i] = math.MaxInt64
+	}
+	models := cold(0, fastest)
+	for _, d := range fastest {
+		res.PassCold += d
+	}
 	t0 := b.clock.Now()
-	for _, m := range first {
+	for _, m := range models {
 		m.Next(now)
 	}
 	res.PassWarm = b.clock.Now().Sub(t0)
+	// Variant 0 was parsed above.
+	for round := 1; round < coldRepeats && (round+1)*pass < maxVariants; round++ {
+		cold(round, fastest)
+	}
+	res.PassMax = slices.Max(fastest)
 	return res, nil
 }
