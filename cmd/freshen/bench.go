@@ -541,7 +541,7 @@ in a schema and under a Redis key prefix of its own.`)
 // of key=value pairs for scripts.
 func printHostile(out io.Writer, r bench.HostileResult) {
 	n := r.Next
-	fmt.Fprintf(out, "\nworst accepted schedules, in process: first parse, and next occurrence through refresh.Model.Next (rrule cache, then Next), fastest of 3 at each of %d instants over 20 years\n", n.Queries)
+	fmt.Fprintf(out, "\nworst accepted schedules, in process: first parse (fastest on 3 variants), and next occurrence through refresh.Model.Next (rrule cache, then Next), fastest of 3 at each of %d instants over 20 years\n", n.Queries)
 	for _, s := range n.Schedules {
 		fmt.Fprintf(out, "  %-48s parse %9s   next %9s\n", s.Name, benchDur(s.Parse), benchDur(s.Max))
 	}
