@@ -106,7 +106,7 @@ func TestIdleInTransactionTimeoutReleasesLocks(t *testing.T) {
 	ctx := context.Background()
 	stalled := setupSession(t, postgres.Session{IdleInTransactionTimeout: 300 * time.Millisecond})
 	put(t, stalled.store, model("a", t0))
-	other := otherStore(t, stalled)
+	other := otherStore(t, stalled, postgres.Session{})
 
 	claimed := make(chan struct{})
 	resume := make(chan struct{})
@@ -361,11 +361,11 @@ func begin(t *testing.T, pool *pgxpool.Pool, iso pgx.TxIsoLevel) pgx.Tx {
 	return tx
 }
 
-// otherStore returns a second store, without session settings, on the
+// otherStore returns a second store, with the session settings s, on the
 // schema of b: another instance.
-func otherStore(t *testing.T, b bundle) *postgres.Store {
+func otherStore(t *testing.T, b bundle, s postgres.Session) *postgres.Store {
 	t.Helper()
-	cfg, err := postgres.ParseConfig(os.Getenv("DATABASE_URL"), postgres.Session{})
+	cfg, err := postgres.ParseConfig(os.Getenv("DATABASE_URL"), s)
 	require.NoError(t, err)
 	cfg.ConnConfig.RuntimeParams["search_path"] = b.schema
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)

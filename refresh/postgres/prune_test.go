@@ -10,13 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
 )
 
 // TestPruneLargeHistory prunes a history of 200,000 attempts (200 models,
 // one attempt every 200 minutes each, over 139 days) by age (90 days) and
-// by count (300 per model) while another connection keeps ending attempts
+// by count (300 per model) while another instance keeps ending attempts
 // of a model of its own: both rules hold, the attempts kept are exactly
-// each model's newest within the age, and no write waits long.
+// each model's newest within the age, and no write waits long for a lock
+// (the writer's lock_timeout is a second; a machine too busy to run it
+// soon does not count).
 func TestPruneLargeHistory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("prunes 200,000 rows")
@@ -54,6 +57,7 @@ func TestPruneLargeHistory(t *testing.T) {
 	require.NoError(t, err)
 
 	// The writer ends one attempt after another until pruning is done.
+	writer := otherStore(t, b, postgres.Session{LockTimeout: time.Second})
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var slowest time.Duration
@@ -66,7 +70,7 @@ func TestPruneLargeHistory(t *testing.T) {
 			default:
 			}
 			start := time.Now()
-			err := b.store.Modify(ctx, []string{"writer"}, func(found []refresh.Model) (refresh.Batch, error) {
+			err := writer.Modify(ctx, []string{"writer"}, func(found []refresh.Model) (refresh.Batch, error) {
 				a := &refresh.Attempt{ModelID: "writer", UID: fmt.Sprintf("w%d", i), AttemptNo: 1,
 					StartedAt: now, DeadlineAt: now.Add(time.Hour), FinishedAt: now, Outcome: "success"}
 				return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Attempt: a}}}, nil
@@ -116,7 +120,6 @@ func TestPruneLargeHistory(t *testing.T) {
 	require.Equal(t, int64(res.ByAge), metrics.HistoryPrunedByAge.Load())
 	require.Equal(t, int64(res.ByCount), metrics.HistoryPrunedByCount.Load())
 	require.Positive(t, writes)
-	require.Less(t, slowest, time.Second, "a write waited behind pruning")
 
 	// A second pass finds nothing more but the writer's last attempts.
 	res, err = p.RunOnce(ctx)
