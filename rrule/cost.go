@@ -534,18 +534,10 @@ func (r *rule) cycleDays(w *work) ([]uint64, error) {
 	if !w.spend(len(cycle.months) / monthsPerStep) {
 		return nil, w.ruleExceeded("bounding the search for an occurrence of")
 	}
-	// years[wd0*2+leap]: the passing days of such a year, bit i for day
-	// i of the year.
-	var years [14][yearWords]uint64
+	// years[wd0*2+leap]: the passing days of such a year.
+	var years [14][6]uint64
 	for k := range years {
-		wd, leap := k/2, k%2 == 1
-		at := 0
-		for m := 1; m <= 12; m++ {
-			sh := monthShape(m, leap, wd)
-			orBits(years[k][:], at, uint64(r.months[sh]>>1))
-			at += shapeDays(uint8(sh))
-			wd = (wd + shapeDays(uint8(sh))) % 7
-		}
+		years[k] = yearDays(r.months, k/2, k%2 == 1)
 	}
 	days := cycleDaysPool.Get().(*[cycleWords]uint64)
 	clear(days[:])
@@ -568,13 +560,9 @@ func (r *rule) cycleDays(w *work) ([]uint64, error) {
 	return days[:], nil
 }
 
-// yearWords is the size of a year's days as a bitset, with a last word
-// left empty (orBits may write into it), cycleWords that of the cycle's
-// (146,097 days and 6 more).
-const (
-	yearWords  = (366+63)/64 + 1
-	cycleWords = (146097+63)/64 + 1
-)
+// cycleWords is the size of the cycle's days as a bitset (146,097 days
+// and 6 more).
+const cycleWords = (146097+63)/64 + 1
 
 // cycleDaysPool holds the bitsets of cycleDays between parses.
 var cycleDaysPool = sync.Pool{New: func() any { return new([cycleWords]uint64) }}

@@ -731,16 +731,10 @@ func (r *rule) buildDays(f *filter, w *work) error {
 	return nil
 }
 
-// yearMask returns the days of a year of the given shape that pass f.
-func (f *filter) yearMask(months *[monthShapes]uint32, wd0 int, leap, prevLeap bool) [6]uint64 {
+// yearDays returns the days of a year whose January 1st is a weekday
+// wd0, leap or not, that pass the month table months: bit i for day i.
+func yearDays(months *[monthShapes]uint32, wd0 int, leap bool) [6]uint64 {
 	var mask [6]uint64
-	ylen, plen := 365, 365
-	if leap {
-		ylen++
-	}
-	if prevLeap {
-		plen++
-	}
 	first := 0
 	for m := 1; m <= 12; m++ {
 		mm := uint64(months[monthShape(m, leap, (wd0+first)%7)] >> 1)
@@ -752,6 +746,19 @@ func (f *filter) yearMask(months *[monthShapes]uint32, wd0 int, leap, prevLeap b
 		if m == 2 && leap {
 			first++
 		}
+	}
+	return mask
+}
+
+// yearMask returns the days of a year of the given shape that pass f.
+func (f *filter) yearMask(months *[monthShapes]uint32, wd0 int, leap, prevLeap bool) [6]uint64 {
+	mask := yearDays(months, wd0, leap)
+	ylen, plen := 365, 365
+	if leap {
+		ylen++
+	}
+	if prevLeap {
+		plen++
 	}
 	and := func(mark func(set func(int))) {
 		var other [6]uint64
