@@ -33,7 +33,11 @@ type Store interface {
 	Modify(ctx context.Context, ids []string, fn func(found []Model) (Batch, error)) error
 
 	// TryModify is Modify without waiting: models that another caller
-	// holds are not locked and are passed to fn as busy ids instead.
+	// holds are not locked and are passed to fn as busy ids instead. It
+	// passes the models without their payload (Payload nil) and leaves
+	// the stored payloads as they are, whatever the changes hold: its
+	// callers (outcomes, bulk actions) never change a payload, and a batch
+	// of them then holds none, however large the payloads.
 	TryModify(ctx context.Context, ids []string, fn func(found []Model, busy []string) (Batch, error)) error
 
 	// ClaimDue locks up to limit due models and passes them to fn, then
@@ -49,7 +53,10 @@ type Store interface {
 	// the batch); then waiting models by refresh_at then id, as many as
 	// the batch has room for. Concurrent callers never receive the same
 	// model, and take turns while limits exist, so that slots go in due
-	// order across instances. It returns how many models were claimed.
+	// order across instances. It passes models in that order only while
+	// their payloads add up to at most ClaimPayloadBytes (the first one
+	// whatever its size): the models it leaves out stay due for the next
+	// call. It returns how many models were claimed (passed to fn).
 	//
 	// slots holds the concurrency limits that cover at least one claimed
 	// or waiting model and their current attempts, counted in the same
@@ -95,6 +102,14 @@ type Store interface {
 	// with Busy set at once.
 	PruneHistory(ctx context.Context, r PruneRequest) (PruneResult, error)
 }
+
+// ClaimPayloadBytes bounds the payloads of the models one ClaimDue call
+// passes to fn (but for the first, which is passed whatever its size): a
+// scheduler pass holds a few copies of them at once (as read, and in the
+// jobs it pushes), so that a crowd of models with large payloads due at
+// once costs a pass no more memory than this bound, however many models a
+// batch may hold.
+const ClaimPayloadBytes = 4 << 20
 
 // ErrBusy is returned by Store.TakeEvents when another caller is taking
 // events.
@@ -171,6 +186,9 @@ type Filter struct {
 	After string
 	// Limit caps the result; 0 means 100.
 	Limit int
+	// NoPayload leaves the models' Payload nil, for a caller that does not
+	// need it (a page of models then holds no payloads).
+	NoPayload bool
 }
 
 // Delivery is one lifecycle event due to one webhook endpoint: a row of the

@@ -76,6 +76,9 @@ func (s *Store) List(_ context.Context, f refresh.Filter) ([]refresh.Model, erro
 	var out []refresh.Model
 	for _, m := range s.models {
 		if matches(m, f) {
+			if f.NoPayload {
+				m.Payload = nil
+			}
 			out = append(out, clone(m))
 		}
 	}
@@ -115,14 +118,25 @@ func (s *Store) Modify(ctx context.Context, ids []string, fn func([]refresh.Mode
 	return s.commit(ctx, b)
 }
 
-// TryModify is Modify: no other caller can hold a model while it runs, so
-// no model is ever busy.
+// TryModify is Modify without payloads (see refresh.Store): no other
+// caller can hold a model while it runs, so no model is ever busy.
 func (s *Store) TryModify(ctx context.Context, ids []string, fn func([]refresh.Model, []string) (refresh.Batch, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, err := fn(s.find(ids), nil)
+	found := s.find(ids)
+	for i := range found {
+		found[i].Payload = nil
+	}
+	b, err := fn(found, nil)
 	if err != nil {
 		return err
+	}
+	// The stored payloads stay; the caller's slice stays as it was.
+	b.Changes = slices.Clone(b.Changes)
+	for i, c := range b.Changes {
+		if old, ok := s.models[c.Model.ID]; ok {
+			b.Changes[i].Model.Payload = old.Payload
+		}
 	}
 	return s.commit(ctx, b)
 }
@@ -178,6 +192,15 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	var slots refresh.Slots
 	if len(s.limits) > 0 || len(waiting) > 0 {
 		slots, batch = s.claimForSlots(batch, waiting, limit)
+	}
+	// The payloads passed add up to at most refresh.ClaimPayloadBytes, the
+	// first model's whatever its size.
+	bytes := 0
+	for i, m := range batch {
+		if bytes += len(m.Payload); i > 0 && bytes > refresh.ClaimPayloadBytes {
+			batch = batch[:i]
+			break
+		}
 	}
 	for i := range batch {
 		batch[i] = clone(batch[i])

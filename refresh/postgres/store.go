@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +99,10 @@ const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadli
 	disabled_at, disabled_reason, paused, status_message,
 	upstreams, upstreams_mode, last_changed_at, debounce_at, debounce_since,
 	debounce_cause, overdue_since, snoozed_since, waiting_for_slot, off_schedule, waiting_limit`
+
+// modelColumnsNoPayload is modelColumns with a NULL payload, for
+// TryModify and Filter.NoPayload.
+var modelColumnsNoPayload = strings.Replace(modelColumns, "payload", "NULL::json AS payload", 1)
 
 // dueCondition selects the models that are, or can become, due and do not
 // wait for a slot. It matches the predicate of the partial index
@@ -226,16 +231,52 @@ func collectModels(rows pgx.Rows, size int, policies *policyCache) ([]refresh.Mo
 type lockedModels struct {
 	models []refresh.Model
 	tids   []pgtype.TID
+	// noPayload marks models read without their payload (TryModify):
+	// their updates leave the column as it is.
+	noPayload bool
 }
 
-// collectLocked reads every row of rows of ctid and modelColumns; size is
-// the number of rows expected at most.
-func collectLocked(rows pgx.Rows, size int, policies *policyCache) (lockedModels, error) {
+// payloadBudget is what is left of refresh.ClaimPayloadBytes in a claim.
+type payloadBudget struct {
+	left  int
+	taken int
+}
+
+// newPayloadBudget returns the budget of one claim.
+func newPayloadBudget() *payloadBudget {
+	return &payloadBudget{left: refresh.ClaimPayloadBytes}
+}
+
+// take reports whether a model whose payload has n bytes fits what is
+// left, and counts it if so. The first model of a claim always fits; once
+// one does not, none does, so that the models taken are the earliest.
+func (b *payloadBudget) take(n int) bool {
+	if b.left < 0 || (b.taken > 0 && n > b.left) {
+		b.left = -1
+		return false
+	}
+	b.left -= n
+	b.taken++
+	return true
+}
+
+// payloadColumn is the position of payload in a row of ctid and
+// modelColumns.
+const payloadColumn = 3
+
+// collectLocked reads the rows of rows of ctid and modelColumns; size is
+// the number of rows expected at most. With a budget, it stops at the
+// first row whose payload does not fit it: the rows after it are locked
+// but left out, and never decoded.
+func collectLocked(rows pgx.Rows, size int, policies *policyCache, budget *payloadBudget) (lockedModels, error) {
 	defer rows.Close()
 	n := min(size, 1024)
 	l := lockedModels{models: make([]refresh.Model, 0, n), tids: make([]pgtype.TID, 0, n)}
 	row := newModelRow(true)
 	for rows.Next() {
+		if budget != nil && !budget.take(len(rows.RawValues()[payloadColumn])) {
+			break
+		}
 		m, err := row.scan(rows, policies)
 		if err != nil {
 			return lockedModels{}, err
@@ -289,7 +330,11 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+modelColumns+` FROM models
+	columns := modelColumns
+	if f.NoPayload {
+		columns = modelColumnsNoPayload
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM models
 		WHERE id > $1
 		  AND ($2::bool IS NULL OR (disabled_at IS NOT NULL) = $2)
 		  AND ($3::bool IS NULL OR (consecutive_failures > 0) = $3)
@@ -426,8 +471,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		first = []string{lockSlotsSQL, "SET LOCAL jit = off"}
 	}
 	var locked lockedModels
+	budget := newPayloadBudget()
 	tx, err := s.beginQuery(ctx, first, func(rows pgx.Rows) (err error) {
-		locked, err = collectLocked(rows, limit, &s.policies)
+		locked, err = collectLocked(rows, limit, &s.policies, budget)
 		return err
 	}, `SELECT ctid, `+modelColumns+` FROM models
 		WHERE due_at <= $1 AND NOT waiting_for_slot
@@ -440,7 +486,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	defer tx.rollback() // a no-op after the commit
 	var slots refresh.Slots
 	if limited {
-		if slots, err = s.claimForSlots(ctx, tx, now, limit, &locked); err != nil {
+		if slots, err = s.claimForSlots(ctx, tx, now, limit, &locked, budget); err != nil {
 			return 0, storeError("claim models waiting for a slot", err)
 		}
 	}
@@ -499,7 +545,7 @@ const coversSQL = `CASE l.kind WHEN 'queue' THEN m.queue = l.key ELSE starts_wit
 // waiting. Last, it counts the limits that cover an added model and were
 // not counted yet. It returns the limits it counted and their current
 // attempts.
-func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit int, locked *lockedModels) (refresh.Slots, error) {
+func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit int, locked *lockedModels, budget *payloadBudget) (refresh.Slots, error) {
 	ids, queues := make([]string, len(locked.models)), make([]string, len(locked.models))
 	for i, m := range locked.models {
 		ids[i], queues[i] = m.ID, m.Queue
@@ -599,7 +645,7 @@ func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit 
 	if err != nil {
 		return slots, err
 	}
-	more, err := collectLocked(rows, limit, &s.policies)
+	more, err := collectLocked(rows, limit, &s.policies, budget)
 	if err != nil {
 		return slots, err
 	}
@@ -653,7 +699,8 @@ func (s *Store) Modify(ctx context.Context, ids []string, fn func(found []refres
 }
 
 // TryModify is Modify, except that it does not wait for models another
-// transaction holds: it passes their ids to fn as busy instead.
+// transaction holds: it passes their ids to fn as busy instead. It reads
+// the models without their payload and writes no payload back.
 func (s *Store) TryModify(ctx context.Context, ids []string, fn func(found []refresh.Model, busy []string) (refresh.Batch, error)) error {
 	return s.modifyRetry(ctx, ids, true, fn)
 }
@@ -672,19 +719,20 @@ func (s *Store) modifyRetry(ctx context.Context, ids []string, skipLocked bool, 
 
 func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn func(found []refresh.Model, busy []string) (refresh.Batch, error)) error {
 	// Locking in id order keeps two Modify calls from deadlocking.
-	lock := `FOR UPDATE`
+	lock, columns := `FOR UPDATE`, modelColumns
 	if skipLocked {
-		lock = `FOR UPDATE SKIP LOCKED`
+		lock, columns = `FOR UPDATE SKIP LOCKED`, modelColumnsNoPayload
 	}
 	var locked lockedModels
 	tx, err := s.beginQuery(ctx, nil, func(rows pgx.Rows) (err error) {
-		locked, err = collectLocked(rows, len(ids), &s.policies)
+		locked, err = collectLocked(rows, len(ids), &s.policies, nil)
 		return err
-	}, `SELECT ctid, `+modelColumns+` FROM models WHERE id = ANY($1) ORDER BY id `+lock, ids)
+	}, `SELECT ctid, `+columns+` FROM models WHERE id = ANY($1) ORDER BY id `+lock, ids)
 	if err != nil {
 		return storeError("modify models", err)
 	}
 	defer tx.rollback() // a no-op after the commit
+	locked.noPayload = skipLocked
 
 	var busy []string
 	if skipLocked && len(locked.models) < len(ids) {

@@ -211,6 +211,9 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 			return err
 		}
 	}
+	if held.noPayload {
+		mask &^= 1 << colPayload
+	}
 	var updates *updateArrays
 	if len(updated) > 0 {
 		updates = newUpdateArrays(mask, len(updated))

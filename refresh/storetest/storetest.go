@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"List":                  testList,
 		"Delete":                testDelete,
 		"TryModify":             testTryModify,
+		"ClaimPayloadBytes":     testClaimPayloadBytes,
 		"Events":                testEvents,
 
 		"ExtensionFields":     testExtensionFields,
@@ -364,6 +366,18 @@ func testList(t *testing.T, s refresh.Store) {
 	require.Equal(t, []string{"disabled", "failing"}, ids(refresh.Filter{Limit: 2}))
 	require.Equal(t, []string{"other", "paused"}, ids(refresh.Filter{After: "failing", Limit: 2}))
 	require.Equal(t, []string{"failing"}, ids(refresh.Filter{After: "disabled", Failing: &yes}))
+
+	for _, noPayload := range []bool{false, true} {
+		ms, err := s.List(ctx, refresh.Filter{Queue: "thumbs", NoPayload: noPayload})
+		require.NoError(t, err)
+		require.Len(t, ms, 1)
+		if noPayload {
+			require.Nil(t, ms[0].Payload, "NoPayload leaves the payload out")
+		} else {
+			require.JSONEq(t, `{"input_url": "https://example.com/a.csv"}`, string(ms[0].Payload))
+		}
+		require.Equal(t, "thumbs", ms[0].Queue, "the other fields are there")
+	}
 }
 
 func testDelete(t *testing.T, s refresh.Store) {
@@ -409,6 +423,62 @@ func testTryModify(t *testing.T, s refresh.Store) {
 	got, err := s.Get(ctx, "a")
 	require.NoError(t, err)
 	require.Equal(t, 4, got.AttemptNo, "TryModify writes its batch")
+	require.JSONEq(t, `{"input_url": "https://example.com/a.csv"}`, string(got.Payload), "the payload stays")
+
+	// Models come without their payload, and a payload in a change is not
+	// written, also beside another change of the same batch.
+	require.NoError(t, s.TryModify(ctx, []string{"a", "c"}, func(found []refresh.Model, _ []string) (refresh.Batch, error) {
+		var changes []refresh.Change
+		for _, m := range found {
+			require.Nil(t, m.Payload, "model %s comes without its payload", m.ID)
+			if m.ID == "c" {
+				m.Payload = json.RawMessage(`{"v":2}`)
+			}
+			changes = append(changes, refresh.Change{Model: m})
+		}
+		return refresh.Batch{Changes: changes}, nil
+	}))
+	a, err := s.Get(ctx, "a")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"input_url": "https://example.com/a.csv"}`, string(a.Payload))
+	c, err := s.Get(ctx, "c")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"input_url": "https://example.com/a.csv"}`, string(c.Payload))
+}
+
+// testClaimPayloadBytes: a claim passes models in due order while their
+// payloads fit refresh.ClaimPayloadBytes, and always the first.
+func testClaimPayloadBytes(t *testing.T, s refresh.Store) {
+	ctx := context.Background()
+	big := func(id string, at time.Time, size int) refresh.Model {
+		m := model(id, at)
+		m.Payload = json.RawMessage(`"` + strings.Repeat("x", size-2) + `"`)
+		return m
+	}
+	third := refresh.ClaimPayloadBytes / 3
+	put(t, s, big("a", t0, third), big("b", t0.Add(time.Second), third), big("c", t0.Add(2*time.Second), third),
+		big("d", t0.Add(3*time.Second), 2), big("e", t0.Add(4*time.Second), refresh.ClaimPayloadBytes+1),
+		big("f", t0.Add(5*time.Second), 2))
+	claim := func() []string {
+		var ids []string
+		n, err := s.ClaimDue(ctx, t0.Add(time.Hour), 10, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
+			var changes []refresh.Change
+			for _, m := range due {
+				ids = append(ids, m.ID)
+				m.RefreshAt = t0.Add(48 * time.Hour)
+				changes = append(changes, refresh.Change{Model: m})
+			}
+			return refresh.Batch{Changes: changes}, nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, len(ids), n, "ClaimDue counts the models it passed")
+		return ids
+	}
+	require.Equal(t, []string{"a", "b", "c"}, claim(), "three thirds fit")
+	require.Equal(t, []string{"d"}, claim(), "the next does not fit with d: it waits for the next claim")
+	require.Equal(t, []string{"e"}, claim(), "the first model of a claim is passed whatever its size")
+	require.Equal(t, []string{"f"}, claim())
+	require.Empty(t, claim())
 }
 
 // takeAll takes every event written so far.
