@@ -71,7 +71,7 @@ func (s Selector) Matches(m Model) bool {
 // filter returns the store filter that narrows a listing to s's models as
 // far as Filter can say; Matches decides.
 func (s Selector) filter() Filter {
-	f := Filter{Queue: s.Queue, Limit: bulkListPage}
+	f := Filter{Queue: s.Queue, Limit: bulkListPage, NoPayload: true}
 	yes, no := true, false
 	switch s.State {
 	case PhaseDisabled:
@@ -165,25 +165,27 @@ func (s *Service) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error)
 		return BulkResult{}, err
 	}
 	apply, _ := actionFunc(req.Action, CauseBulk) // checked
-	models, err := s.selectModels(ctx, req.Selector)
-	if err != nil {
-		return BulkResult{}, fmt.Errorf("%s models: select: %w", req.Action, err)
-	}
-	res := BulkResult{Matched: len(models)}
+	// The snapshot is the ids: each batch reads its models locked, and a
+	// dry run looks at each model as it is listed, so that a bulk action
+	// never holds more models (and payloads) than a page or a batch.
+	var res BulkResult
+	each := func(Model) {}
 	if req.DryRun {
 		now := s.Clock.Now()
-		for _, m := range models {
+		each = func(m Model) {
 			if _, d := apply(m, now); !d.Unchanged {
 				res.WouldChange++
 			}
 		}
+	}
+	ids, err := s.selectIDs(ctx, req.Selector, each)
+	if err != nil {
+		return BulkResult{}, fmt.Errorf("%s models: select: %w", req.Action, err)
+	}
+	res.Matched = len(ids)
+	if req.DryRun {
 		return res, nil
 	}
-	ids := make([]string, len(models))
-	for i, m := range models {
-		ids[i] = m.ID
-	}
-	models = nil // the snapshot is the ids; each batch reads its models locked
 	for chunk := range slices.Chunk(ids, BulkBatchSize) {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("%s models: %w", req.Action, err)
@@ -193,10 +195,11 @@ func (s *Service) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error)
 	return res, nil
 }
 
-// selectModels returns the models sel matches now, in id order.
-func (s *Service) selectModels(ctx context.Context, sel Selector) ([]Model, error) {
+// selectIDs returns the ids of the models sel matches now, in id order,
+// passing each of those models to each as it is listed.
+func (s *Service) selectIDs(ctx context.Context, sel Selector, each func(Model)) ([]string, error) {
 	f := sel.filter()
-	var out []Model
+	var out []string
 	for {
 		page, err := s.Store.List(ctx, f)
 		if err != nil {
@@ -204,7 +207,8 @@ func (s *Service) selectModels(ctx context.Context, sel Selector) ([]Model, erro
 		}
 		for _, m := range page {
 			if sel.Matches(m) {
-				out = append(out, m)
+				each(m)
+				out = append(out, m.ID)
 			}
 		}
 		if len(page) < f.Limit {
