@@ -3,6 +3,7 @@ package refresh_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -191,6 +192,54 @@ func TestUpstreamPropagation(t *testing.T) {
 	n, err := b.svc.Propagate(ctx, b.queue.Events())
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// modifyCounter is a store that records how many models each Modify
+// locks.
+type modifyCounter struct {
+	refresh.Store
+	sizes []int
+}
+
+func (s *modifyCounter) Modify(ctx context.Context, ids []string, fn func([]refresh.Model) (refresh.Batch, error)) error {
+	s.sizes = append(s.sizes, len(ids))
+	return s.Store.Modify(ctx, ids, fn)
+}
+
+// TestPropagateManyDependents: the dependents of a success are triggered
+// in transactions of at most PropagateBatch models, every one of them once.
+func TestPropagateManyDependents(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.put(t, "hub", `{"timeout": "10m"}`, false)
+	n := 2*refresh.PropagateBatch + 1
+	for i := range n {
+		_, _, err := b.svc.Put(ctx, refresh.PutRequest{ID: fmt.Sprintf("dep-%03d", i), Queue: "q", Policy: json.RawMessage(`{"timeout": "10m"}`), Upstreams: []string{"hub"}})
+		require.NoError(t, err)
+	}
+	b.clock.Advance(time.Minute)
+	// The hub succeeds, and its data changed.
+	require.NoError(t, b.store.Modify(ctx, []string{"hub"}, func(found []refresh.Model) (refresh.Batch, error) {
+		m := found[0]
+		m.LastSuccessAt, m.LastChangedAt = b.clock.Now(), b.clock.Now()
+		return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
+	}))
+	success := []refresh.Event{{At: b.clock.Now(), ModelID: "hub", Type: refresh.EventSuccess}}
+	counter := &modifyCounter{Store: b.store}
+	svc := *b.svc
+	svc.Store = counter
+	got, err := svc.Propagate(ctx, success)
+	require.NoError(t, err)
+	require.Equal(t, n, got, "every dependent is triggered")
+	require.Equal(t, []int{refresh.PropagateBatch, refresh.PropagateBatch, 1}, counter.sizes)
+	for i := range n {
+		m, err := b.store.Get(ctx, fmt.Sprintf("dep-%03d", i))
+		require.NoError(t, err)
+		require.False(t, m.RefreshAt.After(b.clock.Now()), "dep-%03d is due", i)
+	}
+	got, err = svc.Propagate(ctx, success)
+	require.NoError(t, err)
+	require.Zero(t, got, "handled again, the events trigger nothing more")
 }
 
 // TestSnoozeThroughConsumer: a snooze outcome ends the attempt without a

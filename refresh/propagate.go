@@ -9,8 +9,9 @@ import (
 // Propagate brings the upstream triggers of committed events (docs/policy.md):
 // after each success that changed the data (event success,
 // not unchanged), every dependent of its model whose condition holds gets
-// UpstreamTrigger, all in one store transaction that waits for dependents
-// another transaction holds. It returns how many triggers it wrote.
+// UpstreamTrigger, in store transactions of propagateBatch dependents that
+// wait for dependents another transaction holds. It returns how many
+// triggers it wrote.
 //
 // The Publisher calls it with the events it takes from the store, before
 // it publishes them: a success's triggers are written before its event
@@ -55,31 +56,42 @@ func (s *Service) Propagate(ctx context.Context, events []Event) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("propagate: read %d upstreams: %w", len(upIDs), err)
 	}
-	var ch changes
-	triggers := 0
-	err = s.Store.Modify(ctx, ids, func(found []Model) (Batch, error) {
-		ch, triggers = changes{}, 0
-		now := s.Clock.Now()
-		for _, dep := range found {
-			for _, from := range changed {
-				u, ok := ups[from]
-				if !ok || !slices.Contains(dep.Upstreams, from) || UpstreamCovered(dep, u, now) {
-					continue
+	total := 0
+	for chunk := range slices.Chunk(ids, propagateBatch) {
+		var ch changes
+		triggers := 0
+		err = s.Store.Modify(ctx, chunk, func(found []Model) (Batch, error) {
+			ch, triggers = changes{}, 0
+			now := s.Clock.Now()
+			for _, dep := range found {
+				for _, from := range changed {
+					u, ok := ups[from]
+					if !ok || !slices.Contains(dep.Upstreams, from) || UpstreamCovered(dep, u, now) {
+						continue
+					}
+					after, d := UpstreamTrigger(dep, ups, from, now)
+					if d.Event == "" || d.Unchanged {
+						continue
+					}
+					ch.add(dep, after, d, now)
+					dep = after
+					triggers++
 				}
-				after, d := UpstreamTrigger(dep, ups, from, now)
-				if d.Event == "" || d.Unchanged {
-					continue
-				}
-				ch.add(dep, after, d, now)
-				dep = after
-				triggers++
 			}
+			return ch.Batch, nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("propagate the changes of %d models: %w", len(changed), err)
 		}
-		return ch.Batch, nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("propagate the changes of %d models: %w", len(changed), err)
+		s.committed(ch.Events, triggers > 0)
+		total += triggers
 	}
-	s.committed(ch.Events, triggers > 0)
-	return triggers, nil
+	return total, nil
 }
+
+// propagateBatch is the number of dependents one transaction of Propagate
+// triggers: a model with many dependents, or dependents with large
+// payloads, cost a transaction no more than this many models. A batch of
+// events handled again after a failure half-way triggers nothing twice
+// (see Propagate).
+const propagateBatch = 100
