@@ -491,6 +491,7 @@ func runBenchHostile(ctx context.Context, args []string, stdout, stderr io.Write
 	fs.IntVar(&run.SlowConns, "slow-conns", bench.DefaultHostileSlowConns, "connections trickling their headers, and as many trickling their bodies")
 	durationVar(fs, &run.TrickleEvery, "trickle-every", bench.DefaultHostileTrickle, "a slow connection sends one byte this often")
 	fs.IntVar(&run.Pass, "pass", bench.DefaultHostilePass, "models, each with its own variant of the costliest schedule, in the in-process scheduler pass")
+	fs.IntVar(&run.Crowd, "crowd", bench.DefaultHostileCrowd, "models with payloads at the limit due at once in the crowd phase")
 	listVar(fs, &run.ServeArgs, "serve-args", "comma-separated extra flags of freshen serve, e.g. --http-read-timeout=5s")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: freshen bench hostile [flags]
@@ -612,11 +613,19 @@ func printHostile(out io.Writer, r bench.HostileResult) {
 	if l.FirstError != "" {
 		fmt.Fprintf(out, "  (first run the client could not finish: %s)\n", l.FirstError)
 	}
+	c := r.Crowd
+	fmt.Fprintf(out, "\ncrowd: %s models with payloads of %d KiB (the limit) due at once, run by a worker, then a bulk dry run and a bulk pause of them all\n",
+		benchNumber(float64(c.Models), 0), c.PayloadBytes>>10)
+	benchRow(out, "time from due to the last success", benchSec(c.Done), "", true)
+	benchRow(out, "peak RSS of freshen serve", benchMB(c.PeakRSS), "<= "+benchMB(targetRSS), c.PeakRSS <= targetRSS)
+	if c.PeakNote != "" {
+		fmt.Fprintf(out, "  (peak RSS: %s)\n", c.PeakNote)
+	}
 	fmt.Fprintf(out, "  (load average before %s, after %s)\n", r.LoadBefore, r.LoadAfter)
-	fmt.Fprintf(out, "RESULT system=freshen mode=hostile next_max_us=%.1f pass_max_us=%.1f repro_cpu_max_ms=%.2f repro_retained_max_kb=%d unexpected=%d loop_runs=%d loop_unexpected=%d loop_serve_hwm_kb=%d loop_serve_cpu_s=%.2f quiet_p99_ms=%.1f attack_p99_ms=%.1f quiet_applied_per_s=%.1f attack_applied_per_s=%.1f attack_started=%d attack_due=%d load=%s\n",
+	fmt.Fprintf(out, "RESULT system=freshen mode=hostile next_max_us=%.1f pass_max_us=%.1f repro_cpu_max_ms=%.2f repro_retained_max_kb=%d unexpected=%d loop_runs=%d loop_unexpected=%d loop_serve_hwm_kb=%d loop_serve_cpu_s=%.2f quiet_p99_ms=%.1f attack_p99_ms=%.1f quiet_applied_per_s=%.1f attack_applied_per_s=%.1f attack_started=%d attack_due=%d crowd_serve_hwm_kb=%d load=%s\n",
 		us(n.Worst.Max), us(n.PassMax), ms(worstCPU), worstRetained>>10, unexpected, l.Runs, l.Unexpected, l.PeakRSS>>10, l.ServeCPU.Seconds(),
 		ms(l.Quiet.P99), ms(l.Attack.P99), l.Quiet.AppliedPerSec(), l.Attack.AppliedPerSec(), l.Attack.Started, l.Attack.Due,
-		strings.ReplaceAll(r.LoadBefore, " ", ","))
+		c.PeakRSS>>10, strings.ReplaceAll(r.LoadBefore, " ", ","))
 }
 
 func verdict(ok bool) string {

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
 	"github.com/freshen-dev/freshen/rrule"
 )
 
@@ -38,6 +39,7 @@ const (
 	DefaultHostileSlowConns  = 50
 	DefaultHostileTrickle    = 2 * time.Second
 	DefaultHostilePass       = 1000
+	DefaultHostileCrowd      = 2000
 	// DefaultHostileConcurrency is the default worker concurrency of the
 	// background traffic.
 	DefaultHostileConcurrency = 16
@@ -75,6 +77,9 @@ type HostileConfig struct {
 	// accepted schedule, a simulated scheduler pass asks for their next
 	// occurrence (default DefaultHostilePass).
 	Pass int
+	// Crowd is how many models with payloads at the limit come due at
+	// once in the crowd phase (default DefaultHostileCrowd).
+	Crowd int
 	// ServeArgs are extra flags of freshen serve, e.g.
 	// --http-read-timeout=5s to cut slow clients sooner.
 	ServeArgs []string
@@ -86,7 +91,7 @@ func (c HostileConfig) withDefaults() (HostileConfig, error) {
 		v    int
 	}{
 		{"Repeats", c.Repeats}, {"Background", c.Background}, {"Concurrency", c.Concurrency}, {"Clients", c.Clients},
-		{"IdleConns", c.IdleConns}, {"SlowConns", c.SlowConns}, {"Pass", c.Pass},
+		{"IdleConns", c.IdleConns}, {"SlowConns", c.SlowConns}, {"Pass", c.Pass}, {"Crowd", c.Crowd},
 	} {
 		if f.v < 0 {
 			return c, fmt.Errorf("bench: hostile: %s: must be >= 1, got %d", f.name, f.v)
@@ -123,6 +128,7 @@ func (c HostileConfig) withDefaults() (HostileConfig, error) {
 	set(&c.SlowConns, DefaultHostileSlowConns)
 	setD(&c.TrickleEvery, DefaultHostileTrickle)
 	set(&c.Pass, DefaultHostilePass)
+	set(&c.Crowd, DefaultHostileCrowd)
 	return c, nil
 }
 
@@ -149,6 +155,9 @@ type HostileResult struct {
 	// Loop is the loop phase: the hostile clients against serve with
 	// background traffic.
 	Loop LoopResult
+	// Crowd is the crowd phase: models with payloads at the limit due at
+	// once, then bulk actions on them.
+	Crowd CrowdResult
 	// LoadBefore and LoadAfter are the machine's load average before and
 	// after the run.
 	LoadBefore, LoadAfter string
@@ -312,10 +321,92 @@ func (b *Bench) Hostile(ctx context.Context, cfg HostileConfig) (HostileResult, 
 	if res.Loop, err = h.loop(ctx, poolCfg); err != nil {
 		return res, err
 	}
+	if res.Crowd, err = h.crowd(ctx, poolCfg); err != nil {
+		return res, err
+	}
 	if err := serve.stop(); err != nil {
 		return res, err
 	}
 	res.LoadAfter = LoadAverage()
+	return res, nil
+}
+
+// CrowdResult holds the figures of the crowd phase: Models models whose
+// payloads are at the limit (PayloadBytes each) come due at once and a
+// worker runs them (Done is the time from due to the last success); then
+// a bulk dry run and a bulk pause act on all of them. PeakRSS is serve's
+// peak resident set size over the phase: VmHWM reset at its start, or else
+// (PeakNote says why) the largest VmRSS sampled.
+type CrowdResult struct {
+	Models, PayloadBytes int
+	Done                 time.Duration
+	PeakRSS              int64
+	PeakNote             string
+}
+
+// crowd runs the crowd phase (see CrowdResult).
+func (h *hostile) crowd(ctx context.Context, poolCfg *pgxpool.Config) (CrowdResult, error) {
+	b := h.b
+	res := CrowdResult{Models: h.cfg.Crowd, PayloadBytes: refresh.DefaultLimits().MaxPayloadBytes}
+	b.logf("hostile: crowd: %d models with payloads of %d bytes due at once", res.Models, res.PayloadBytes)
+	worker, err := b.startWorker(ctx, h.cfg.Concurrency)
+	if err != nil {
+		return res, err
+	}
+	defer worker.kill()
+	if err := resetPeakRSS(h.serve.pid()); err != nil {
+		res.PeakNote = "VmHWM could not be reset (" + err.Error() + "): the largest VmRSS sampled"
+	}
+	sampler := h.sampleRSS()
+	conn, err := pgx.ConnectConfig(ctx, poolCfg.ConnConfig)
+	if err != nil {
+		return res, fmt.Errorf("crowd: connect to database: %w", err)
+	}
+	defer conn.Close(ctx)
+	payload := `"` + strings.Repeat("x", res.PayloadBytes-2) + `"`
+	due := b.clock.Now()
+	if _, err := conn.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
+		SELECT 'crowd-' || lpad(i::text, 6, '0'), $1, $2::json, $3::jsonb, $4, $4 FROM generate_series(1, $5) AS i`,
+		Queue, payload, b.policy, due, res.Models); err != nil {
+		return res, fmt.Errorf("crowd: load models: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_notify($1, '')`, postgres.NotifyChannel); err != nil {
+		return res, fmt.Errorf("crowd: wake the scheduler: %w", err)
+	}
+	for {
+		var done int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM models WHERE id LIKE 'crowd-%' AND last_success_at IS NOT NULL`).Scan(&done); err != nil {
+			return res, fmt.Errorf("crowd: count successes: %w", err)
+		}
+		if done == res.Models {
+			break
+		}
+		if err := h.sleep(ctx, 50*time.Millisecond); err != nil {
+			return res, fmt.Errorf("crowd: %d of %d models succeeded: %w", done, res.Models, err)
+		}
+	}
+	res.Done = b.clock.Now().Sub(due)
+	for _, body := range []string{`{"selector":{"prefix":"crowd-"},"dry_run":true}`, `{"selector":{"prefix":"crowd-"}}`} {
+		code, answer, err := h.call(ctx, http.MethodPost, "/bulk/pause", []byte(body))
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("status %d: %s", code, answer)
+		}
+		if err != nil {
+			return res, fmt.Errorf("crowd: bulk pause %s: %w", body, err)
+		}
+	}
+	var paused int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM models WHERE id LIKE 'crowd-%' AND paused`).Scan(&paused); err != nil {
+		return res, fmt.Errorf("crowd: count paused models: %w", err)
+	}
+	if paused != res.Models {
+		return res, fmt.Errorf("crowd: the bulk pause paused %d of %d models", paused, res.Models)
+	}
+	if res.PeakRSS = sampler.stop(); res.PeakNote == "" {
+		if res.PeakRSS, err = peakRSS(h.serve.pid()); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 

@@ -69,7 +69,7 @@ func TestHostileConfig(t *testing.T) {
 		Duration: DefaultHostileDuration, Repeats: DefaultHostileRepeats, Settle: DefaultHostileSettle,
 		Background: DefaultHostileBackground, Concurrency: DefaultHostileConcurrency, Clients: DefaultHostileClients,
 		IdleConns: DefaultHostileIdleConns, SlowConns: DefaultHostileSlowConns, TrickleEvery: DefaultHostileTrickle,
-		Pass: DefaultHostilePass,
+		Pass: DefaultHostilePass, Crowd: DefaultHostileCrowd,
 	}, c)
 	for _, tc := range []struct {
 		cfg HostileConfig
@@ -77,6 +77,7 @@ func TestHostileConfig(t *testing.T) {
 	}{
 		{HostileConfig{Repeats: -1}, "bench: hostile: Repeats: must be >= 1, got -1"},
 		{HostileConfig{IdleConns: -2}, "bench: hostile: IdleConns: must be >= 1, got -2"},
+		{HostileConfig{Crowd: -3}, "bench: hostile: Crowd: must be >= 1, got -3"},
 		{HostileConfig{Settle: -time.Second}, "bench: hostile: Settle: must be > 0, got -1s"},
 		{HostileConfig{Pass: maxVariants + 1}, "bench: hostile: Pass: must be at most 3600 (the variants of a schedule), got 3601"},
 	} {
