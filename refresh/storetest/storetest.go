@@ -175,6 +175,26 @@ func testModifyPassesFound(t *testing.T, s refresh.Store) {
 	require.ElementsMatch(t, []string{"a", "c"}, seen)
 }
 
+// claimPlanning claims up to limit models at now, plans each at next and
+// returns their ids, checking that ClaimDue counts them.
+func claimPlanning(t *testing.T, s refresh.Store, now time.Time, limit int, next time.Time) []string {
+	t.Helper()
+	var ids []string
+	n, err := s.ClaimDue(context.Background(), now, limit, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
+		ids = nil
+		var changes []refresh.Change
+		for _, m := range due {
+			ids = append(ids, m.ID)
+			m.RefreshAt = next
+			changes = append(changes, refresh.Change{Model: m})
+		}
+		return refresh.Batch{Changes: changes}, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, len(ids), n, "ClaimDue counts the models it passed")
+	return ids
+}
+
 func testClaimDue(t *testing.T, s refresh.Store) {
 	ctx := context.Background()
 	pausedIdle := model("paused-idle", t0.Add(-time.Hour))
@@ -185,22 +205,10 @@ func testClaimDue(t *testing.T, s refresh.Store) {
 		model("late", t0.Add(-2*time.Hour)), model("now", t0), model("future", t0.Add(time.Second)),
 		model("never", time.Time{}), pausedIdle, pausedRunning, model("later", t0.Add(-30*time.Minute)),
 	)
+	require.Equal(t, []string{"late", "later", "paused-running"}, claimPlanning(t, s, t0, 3, t0.Add(24*time.Hour)), "earliest refresh_at first")
+
 	var got []string
 	n, err := s.ClaimDue(ctx, t0, 3, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
-		var ch []refresh.Change
-		for _, m := range due {
-			got = append(got, m.ID)
-			m.RefreshAt = t0.Add(24 * time.Hour)
-			ch = append(ch, refresh.Change{Model: m})
-		}
-		return refresh.Batch{Changes: ch}, nil
-	})
-	require.NoError(t, err)
-	require.Equal(t, 3, n)
-	require.Equal(t, []string{"late", "later", "paused-running"}, got, "earliest refresh_at first")
-
-	got = nil
-	n, err = s.ClaimDue(ctx, t0, 3, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
 		for _, m := range due {
 			got = append(got, m.ID)
 		}
@@ -449,7 +457,6 @@ func testTryModify(t *testing.T, s refresh.Store) {
 // testClaimPayloadBytes: a claim passes models in due order while their
 // payloads fit refresh.ClaimPayloadBytes, and always the first.
 func testClaimPayloadBytes(t *testing.T, s refresh.Store) {
-	ctx := context.Background()
 	big := func(id string, at time.Time, size int) refresh.Model {
 		m := model(id, at)
 		m.Payload = json.RawMessage(`"` + strings.Repeat("x", size-2) + `"`)
@@ -459,21 +466,7 @@ func testClaimPayloadBytes(t *testing.T, s refresh.Store) {
 	put(t, s, big("a", t0, third), big("b", t0.Add(time.Second), third), big("c", t0.Add(2*time.Second), third),
 		big("d", t0.Add(3*time.Second), 2), big("e", t0.Add(4*time.Second), refresh.ClaimPayloadBytes+1),
 		big("f", t0.Add(5*time.Second), 2))
-	claim := func() []string {
-		var ids []string
-		n, err := s.ClaimDue(ctx, t0.Add(time.Hour), 10, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
-			var changes []refresh.Change
-			for _, m := range due {
-				ids = append(ids, m.ID)
-				m.RefreshAt = t0.Add(48 * time.Hour)
-				changes = append(changes, refresh.Change{Model: m})
-			}
-			return refresh.Batch{Changes: changes}, nil
-		})
-		require.NoError(t, err)
-		require.Equal(t, len(ids), n, "ClaimDue counts the models it passed")
-		return ids
-	}
+	claim := func() []string { return claimPlanning(t, s, t0.Add(time.Hour), 10, t0.Add(48*time.Hour)) }
 	require.Equal(t, []string{"a", "b", "c"}, claim(), "three thirds fit")
 	require.Equal(t, []string{"d"}, claim(), "the next does not fit with d: it waits for the next claim")
 	require.Equal(t, []string{"e"}, claim(), "the first model of a claim is passed whatever its size")
