@@ -111,6 +111,28 @@ type Store interface {
 // batch may hold.
 const ClaimPayloadBytes = 4 << 20
 
+// PayloadBudget is what is left of ClaimPayloadBytes in one claim; a store
+// asks it about each model in the order it passes them.
+type PayloadBudget struct {
+	left, taken int
+}
+
+// NewPayloadBudget returns the budget of one claim.
+func NewPayloadBudget() *PayloadBudget { return &PayloadBudget{left: ClaimPayloadBytes} }
+
+// Take reports whether a model whose payload has n bytes fits what is
+// left, and counts it if so. The first model of a claim always fits; once
+// one does not, none does, so that the models passed are the earliest.
+func (b *PayloadBudget) Take(n int) bool {
+	if b.left < 0 || (b.taken > 0 && n > b.left) {
+		b.left = -1
+		return false
+	}
+	b.left -= n
+	b.taken++
+	return true
+}
+
 // ErrBusy is returned by Store.TakeEvents when another caller is taking
 // events.
 var ErrBusy = errors.New("another caller is taking events")

@@ -193,11 +193,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if len(s.limits) > 0 || len(waiting) > 0 {
 		slots, batch = s.claimForSlots(batch, waiting, limit)
 	}
-	// The payloads passed add up to at most refresh.ClaimPayloadBytes, the
-	// first model's whatever its size.
-	bytes := 0
+	budget := refresh.NewPayloadBudget()
 	for i, m := range batch {
-		if bytes += len(m.Payload); i > 0 && bytes > refresh.ClaimPayloadBytes {
+		if !budget.Take(len(m.Payload)) {
 			batch = batch[:i]
 			break
 		}

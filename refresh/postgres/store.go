@@ -236,30 +236,6 @@ type lockedModels struct {
 	noPayload bool
 }
 
-// payloadBudget is what is left of refresh.ClaimPayloadBytes in a claim.
-type payloadBudget struct {
-	left  int
-	taken int
-}
-
-// newPayloadBudget returns the budget of one claim.
-func newPayloadBudget() *payloadBudget {
-	return &payloadBudget{left: refresh.ClaimPayloadBytes}
-}
-
-// take reports whether a model whose payload has n bytes fits what is
-// left, and counts it if so. The first model of a claim always fits; once
-// one does not, none does, so that the models taken are the earliest.
-func (b *payloadBudget) take(n int) bool {
-	if b.left < 0 || (b.taken > 0 && n > b.left) {
-		b.left = -1
-		return false
-	}
-	b.left -= n
-	b.taken++
-	return true
-}
-
 // payloadColumn is the position of payload in a row of ctid and
 // modelColumns.
 const payloadColumn = 3
@@ -268,13 +244,13 @@ const payloadColumn = 3
 // the number of rows expected at most. With a budget, it stops at the
 // first row whose payload does not fit it: the rows after it are locked
 // but left out, and never decoded.
-func collectLocked(rows pgx.Rows, size int, policies *policyCache, budget *payloadBudget) (lockedModels, error) {
+func collectLocked(rows pgx.Rows, size int, policies *policyCache, budget *refresh.PayloadBudget) (lockedModels, error) {
 	defer rows.Close()
 	n := min(size, 1024)
 	l := lockedModels{models: make([]refresh.Model, 0, n), tids: make([]pgtype.TID, 0, n)}
 	row := newModelRow(true)
 	for rows.Next() {
-		if budget != nil && !budget.take(len(rows.RawValues()[payloadColumn])) {
+		if budget != nil && !budget.Take(len(rows.RawValues()[payloadColumn])) {
 			break
 		}
 		m, err := row.scan(rows, policies)
@@ -471,7 +447,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		first = []string{lockSlotsSQL, "SET LOCAL jit = off"}
 	}
 	var locked lockedModels
-	budget := newPayloadBudget()
+	budget := refresh.NewPayloadBudget()
 	tx, err := s.beginQuery(ctx, first, func(rows pgx.Rows) (err error) {
 		locked, err = collectLocked(rows, limit, &s.policies, budget)
 		return err
@@ -545,7 +521,7 @@ const coversSQL = `CASE l.kind WHEN 'queue' THEN m.queue = l.key ELSE starts_wit
 // waiting. Last, it counts the limits that cover an added model and were
 // not counted yet. It returns the limits it counted and their current
 // attempts.
-func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit int, locked *lockedModels, budget *payloadBudget) (refresh.Slots, error) {
+func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit int, locked *lockedModels, budget *refresh.PayloadBudget) (refresh.Slots, error) {
 	ids, queues := make([]string, len(locked.models)), make([]string, len(locked.models))
 	for i, m := range locked.models {
 		ids[i], queues[i] = m.ID, m.Queue
