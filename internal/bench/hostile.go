@@ -344,6 +344,10 @@ type CrowdResult struct {
 	PeakNote             string
 }
 
+// crowdTimeout is how long the crowd phase waits for its models to
+// succeed.
+const crowdTimeout = 5 * time.Minute
+
 // crowd runs the crowd phase (see CrowdResult).
 func (h *hostile) crowd(ctx context.Context, poolCfg *pgxpool.Config) (CrowdResult, error) {
 	b := h.b
@@ -380,6 +384,9 @@ func (h *hostile) crowd(ctx context.Context, poolCfg *pgxpool.Config) (CrowdResu
 		}
 		if done == res.Models {
 			break
+		}
+		if b.clock.Now().Sub(due) > crowdTimeout {
+			return res, fmt.Errorf("crowd: %d of %d models succeeded after %s", done, res.Models, crowdTimeout)
 		}
 		if err := h.sleep(ctx, 50*time.Millisecond); err != nil {
 			return res, fmt.Errorf("crowd: %d of %d models succeeded: %w", done, res.Models, err)
