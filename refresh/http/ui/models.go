@@ -146,7 +146,7 @@ func listModels(ctx context.Context, store refresh.Store, form listForm, viewerP
 		return nil, "", 0, false, nil // no id starts with both
 	}
 	t := true
-	f := refresh.Filter{Queue: form.Queue, After: form.After}
+	f := refresh.Filter{Queue: form.Queue, After: form.After, NoPayload: true} // the list shows no payload
 	switch form.State {
 	case "running":
 		f.Running = &t

@@ -61,7 +61,7 @@ const attentionRows = 10
 func scanModels(ctx context.Context, store refresh.Store, prefix string, limit int) (scan, error) {
 	s := scan{Limit: limit}
 	byQueue := map[string]*queueRow{}
-	f := refresh.Filter{Limit: 1000}
+	f := refresh.Filter{Limit: 1000, NoPayload: true}
 	for {
 		page, err := store.List(ctx, f)
 		if err != nil {
