@@ -54,7 +54,7 @@ type Store interface {
 	// the batch has room for. Concurrent callers never receive the same
 	// model, and take turns while limits exist, so that slots go in due
 	// order across instances. It passes models in that order only while
-	// their payloads add up to at most ClaimPayloadBytes (the first one
+	// their payloads add up to at most BatchPayloadBytes (the first one
 	// whatever its size): the models it leaves out stay due for the next
 	// call. It returns how many models were claimed (passed to fn).
 	//
@@ -103,25 +103,26 @@ type Store interface {
 	PruneHistory(ctx context.Context, r PruneRequest) (PruneResult, error)
 }
 
-// ClaimPayloadBytes bounds the payloads of the models one ClaimDue call
-// passes to fn (but for the first, which is passed whatever its size): a
-// scheduler pass holds a few copies of them at once (as read, and in the
-// jobs it pushes), so that a crowd of models with large payloads due at
-// once costs a pass no more memory than this bound, however many models a
-// batch may hold.
-const ClaimPayloadBytes = 4 << 20
+// BatchPayloadBytes bounds the payloads of the models one read of many
+// holds (but for the first, which is read whatever its size): the models
+// one ClaimDue call passes to fn, of which a scheduler pass holds a few
+// copies at once (as read, and in the jobs it pushes), and a page of
+// models listed with Filter.BoundPayloads. A crowd of models with large
+// payloads then costs a pass or a request no more memory than this bound,
+// however many models a batch or a page may hold.
+const BatchPayloadBytes = 4 << 20
 
-// PayloadBudget is what is left of ClaimPayloadBytes in one claim; a store
-// asks it about each model in the order it passes them.
+// PayloadBudget is what is left of BatchPayloadBytes in one claim or one
+// page; a store asks it about each model in the order it passes them.
 type PayloadBudget struct {
 	left, taken int
 }
 
-// NewPayloadBudget returns the budget of one claim.
-func NewPayloadBudget() *PayloadBudget { return &PayloadBudget{left: ClaimPayloadBytes} }
+// NewPayloadBudget returns the budget of one claim or one page.
+func NewPayloadBudget() *PayloadBudget { return &PayloadBudget{left: BatchPayloadBytes} }
 
 // Take reports whether a model whose payload has n bytes fits what is
-// left, and counts it if so. The first model of a claim always fits; once
+// left, and counts it if so. The first model always fits; once
 // one does not, none does, so that the models passed are the earliest.
 func (b *PayloadBudget) Take(n int) bool {
 	if b.left < 0 || (b.taken > 0 && n > b.left) {
@@ -211,6 +212,12 @@ type Filter struct {
 	// NoPayload leaves the models' Payload nil, for a caller that does not
 	// need it (a page of models then holds no payloads).
 	NoPayload bool
+	// BoundPayloads ends the list before the first model whose payload
+	// does not fit a PayloadBudget (the first model is always listed): a
+	// page holds at most BatchPayloadBytes of payloads, whatever its
+	// Limit. The list may then be shorter than Limit although more models
+	// match: only an empty list tells that none is left.
+	BoundPayloads bool
 }
 
 // Delivery is one lifecycle event due to one webhook endpoint: a row of the

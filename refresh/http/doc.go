@@ -193,10 +193,11 @@
 // (a queue name), after (the cursor: ids after it), limit (1 to 1000,
 // default 100). Models come in id order as {"models": [...], "next": ""};
 // "next", when not empty, is the after= of the next page. Listed models
-// have no next_runs. For a token limited to an id prefix, one page looks
-// at no more than 10,000 models: past that it ends early, with fewer
-// models than limit (possibly none) and a "next" to go on from. Follow
-// "next" until it is empty.
+// have no next_runs. A page holds at most 4 MiB of payloads (and always
+// one model): models with large payloads end it early, with fewer models
+// than limit and a "next" to go on from. For a token limited to an id
+// prefix, one page looks at no more than 10,000 models: past that it ends
+// early too, possibly with none. Follow "next" until it is empty.
 //
 // # Dead letters
 //

@@ -191,29 +191,33 @@ const maxListScan = 10 * maxListLimit
 // lists in id order, and the ids of a prefix need not be contiguous in its
 // collation, so the models are read page by page and filtered; after
 // maxListScan models the page ends early, possibly short or empty, with a
-// cursor after the last model looked at.
+// cursor after the last model looked at. A page holds at most
+// refresh.BatchPayloadBytes of payloads (and always one model): models
+// with large payloads end it early too, with a cursor after its last.
 func (s *Server) listOwned(ctx context.Context, f refresh.Filter, prefix string) ([]refresh.Model, string, error) {
 	limit := f.Limit
 	f.Limit++ // one more tells whether a next page exists
+	f.BoundPayloads = true
+	budget := refresh.NewPayloadBudget()
 	var page []refresh.Model
 	for scanned := 0; ; {
 		models, err := s.svc.Store.List(ctx, f)
 		if err != nil {
 			return nil, "", err
 		}
+		if len(models) == 0 {
+			return page, "", nil
+		}
 		for _, m := range models {
 			if !strings.HasPrefix(m.ID, prefix) {
 				continue
 			}
-			if len(page) == limit {
-				return page, page[limit-1].ID, nil
+			if len(page) == limit || !budget.Take(len(m.Payload)) {
+				return page, page[len(page)-1].ID, nil
 			}
 			page = append(page, m)
 		}
 		scanned += len(models)
-		if len(models) < f.Limit {
-			return page, "", nil
-		}
 		f.After = models[len(models)-1].ID
 		if scanned >= maxListScan {
 			return page, f.After, nil

@@ -221,6 +221,38 @@ func TestList(t *testing.T) {
 	require.Equal(t, []any{}, body["models"])
 }
 
+// TestListPayloadBound: a page holds at most refresh.BatchPayloadBytes of
+// payloads, whatever its limit; it ends early with a cursor, and the pages
+// together list every model once.
+func TestListPayloadBound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := `{"payload": "` + strings.Repeat("x", 60_000) + `"}`
+	perPage := refresh.BatchPayloadBytes / 60_002
+	for i := 1; i <= perPage+1; i++ {
+		b.put(t, fmt.Sprintf("m%03d", i), body)
+	}
+	var pages [][]string
+	for path := "/models?limit=1000"; ; {
+		code, res := b.do(t, "GET", path, "")
+		require.Equal(t, http.StatusOK, code, res)
+		var page []string
+		for _, m := range res["models"].([]any) {
+			page = append(page, m.(map[string]any)["id"].(string))
+		}
+		pages = append(pages, page)
+		next := res["next"].(string)
+		if next == "" {
+			break
+		}
+		require.Equal(t, page[len(page)-1], next)
+		path = "/models?limit=1000&after=" + next
+	}
+	require.Len(t, pages, 2)
+	require.Len(t, pages[0], perPage)
+	require.Equal(t, []string{fmt.Sprintf("m%03d", perPage+1)}, pages[1])
+}
+
 func TestListBadParameters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

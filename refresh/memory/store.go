@@ -86,6 +86,14 @@ func (s *Store) List(_ context.Context, f refresh.Filter) ([]refresh.Model, erro
 	if len(out) > limit {
 		out = out[:limit]
 	}
+	if f.BoundPayloads {
+		budget := refresh.NewPayloadBudget()
+		for i, m := range out {
+			if !budget.Take(len(m.Payload)) {
+				return out[:i], nil
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -306,11 +306,18 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 	if limit <= 0 {
 		limit = 100
 	}
-	columns := modelColumns
+	columns, extra := modelColumns, ""
 	if f.NoPayload {
 		columns = modelColumnsNoPayload
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM models
+	bound := f.BoundPayloads && !f.NoPayload
+	if bound {
+		// A running sum of the payloads' lengths ends the list where a
+		// refresh.PayloadBudget would, so that the rows after the cut are
+		// not even sent.
+		extra = `, row_number() OVER (ORDER BY id) AS n, sum(octet_length(payload::text)) OVER (ORDER BY id) AS upto`
+	}
+	query := `SELECT ` + columns + extra + ` FROM models
 		WHERE id > $1
 		  AND ($2::bool IS NULL OR (disabled_at IS NOT NULL) = $2)
 		  AND ($3::bool IS NULL OR (consecutive_failures > 0) = $3)
@@ -318,8 +325,13 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 		  AND ($5::bool IS NULL OR paused = $5)
 		  AND ($6 = '' OR queue = $6)
 		ORDER BY id
-		LIMIT $7`,
-		f.After, f.Disabled, f.Failing, f.Running, f.Paused, f.Queue, limit)
+		LIMIT $7`
+	args := []any{f.After, f.Disabled, f.Failing, f.Running, f.Paused, f.Queue, limit}
+	if bound {
+		query = `SELECT ` + columns + ` FROM (` + query + `) models WHERE n = 1 OR upto <= $8 ORDER BY id`
+		args = append(args, refresh.BatchPayloadBytes)
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, storeError("list models", err)
 	}

@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"Delete":                testDelete,
 		"TryModify":             testTryModify,
 		"ClaimPayloadBytes":     testClaimPayloadBytes,
+		"ListBoundPayloads":     testListBoundPayloads,
 		"Events":                testEvents,
 
 		"ExtensionFields":     testExtensionFields,
@@ -455,23 +456,59 @@ func testTryModify(t *testing.T, s refresh.Store) {
 }
 
 // testClaimPayloadBytes: a claim passes models in due order while their
-// payloads fit refresh.ClaimPayloadBytes, and always the first.
+// payloads fit refresh.BatchPayloadBytes, and always the first.
 func testClaimPayloadBytes(t *testing.T, s refresh.Store) {
-	big := func(id string, at time.Time, size int) refresh.Model {
-		m := model(id, at)
-		m.Payload = json.RawMessage(`"` + strings.Repeat("x", size-2) + `"`)
-		return m
-	}
-	third := refresh.ClaimPayloadBytes / 3
-	put(t, s, big("a", t0, third), big("b", t0.Add(time.Second), third), big("c", t0.Add(2*time.Second), third),
-		big("d", t0.Add(3*time.Second), 2), big("e", t0.Add(4*time.Second), refresh.ClaimPayloadBytes+1),
-		big("f", t0.Add(5*time.Second), 2))
+	putPayloadCrowd(t, s)
 	claim := func() []string { return claimPlanning(t, s, t0.Add(time.Hour), 10, t0.Add(48*time.Hour)) }
 	require.Equal(t, []string{"a", "b", "c"}, claim(), "three thirds fit")
 	require.Equal(t, []string{"d"}, claim(), "the next does not fit with d: it waits for the next claim")
 	require.Equal(t, []string{"e"}, claim(), "the first model of a claim is passed whatever its size")
 	require.Equal(t, []string{"f"}, claim())
 	require.Empty(t, claim())
+}
+
+// putPayloadCrowd writes models a to f, due in that order, whose payloads
+// add up to more than refresh.BatchPayloadBytes: a, b and c a third of it
+// each, d and f 2 bytes, e one byte more than all of it.
+func putPayloadCrowd(t *testing.T, s refresh.Store) {
+	t.Helper()
+	big := func(id string, at time.Time, size int) refresh.Model {
+		m := model(id, at)
+		m.Payload = json.RawMessage(`"` + strings.Repeat("x", size-2) + `"`)
+		return m
+	}
+	third := refresh.BatchPayloadBytes / 3
+	put(t, s, big("a", t0, third), big("b", t0.Add(time.Second), third), big("c", t0.Add(2*time.Second), third),
+		big("d", t0.Add(3*time.Second), 2), big("e", t0.Add(4*time.Second), refresh.BatchPayloadBytes+1),
+		big("f", t0.Add(5*time.Second), 2))
+}
+
+// testListBoundPayloads: a list with BoundPayloads ends before the first
+// model whose payload does not fit refresh.BatchPayloadBytes, and always
+// holds the first.
+func testListBoundPayloads(t *testing.T, s refresh.Store) {
+	putPayloadCrowd(t, s)
+	ids := func(f refresh.Filter) []string {
+		t.Helper()
+		ms, err := s.List(context.Background(), f)
+		require.NoError(t, err)
+		out := []string{}
+		for _, m := range ms {
+			out = append(out, m.ID)
+			require.Equal(t, f.NoPayload, m.Payload == nil, "model %s", m.ID)
+		}
+		return out
+	}
+	bound := func(after string) []string { return ids(refresh.Filter{After: after, BoundPayloads: true}) }
+	require.Equal(t, []string{"a", "b", "c"}, bound(""), "three thirds fit")
+	require.Equal(t, []string{"d"}, bound("c"), "the next does not fit with d")
+	require.Equal(t, []string{"e"}, bound("d"), "the first model of a page is listed whatever its size")
+	require.Equal(t, []string{"f"}, bound("e"))
+	require.Empty(t, bound("f"))
+	require.Equal(t, []string{"a", "b"}, ids(refresh.Filter{Limit: 2, BoundPayloads: true}), "the limit still holds")
+	all := []string{"a", "b", "c", "d", "e", "f"}
+	require.Equal(t, all, ids(refresh.Filter{}), "unbounded")
+	require.Equal(t, all, ids(refresh.Filter{BoundPayloads: true, NoPayload: true}), "without payloads, nothing to bound")
 }
 
 // takeAll takes every event written so far.
