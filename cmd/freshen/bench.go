@@ -614,7 +614,7 @@ func printHostile(out io.Writer, r bench.HostileResult) {
 		fmt.Fprintf(out, "  (first run the client could not finish: %s)\n", l.FirstError)
 	}
 	c := r.Crowd
-	fmt.Fprintf(out, "\ncrowd: %s models with payloads of %d KiB (the limit) due at once, run by a worker, then a bulk dry run and a bulk pause of them all\n",
+	fmt.Fprintf(out, "\ncrowd: %s models with payloads of %d KiB (the limit) due at once, run by a worker, then a bulk dry run and a bulk pause of them all, and 8 clients list them all at once (GET /models, pages of 1,000)\n",
 		benchNumber(float64(c.Models), 0), c.PayloadBytes>>10)
 	benchRow(out, "time from due to the last success", benchSec(c.Done), "", true)
 	benchRow(out, "peak RSS of freshen serve", benchMB(c.PeakRSS), "<= "+benchMB(targetRSS), c.PeakRSS <= targetRSS)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -334,7 +335,8 @@ func (b *Bench) Hostile(ctx context.Context, cfg HostileConfig) (HostileResult, 
 // CrowdResult holds the figures of the crowd phase: Models models whose
 // payloads are at the limit (PayloadBytes each) come due at once and a
 // worker runs them (Done is the time from due to the last success); then
-// a bulk dry run and a bulk pause act on all of them. PeakRSS is serve's
+// a bulk dry run and a bulk pause act on all of them, and crowdListers
+// clients list them all at once. PeakRSS is serve's
 // peak resident set size over the phase: VmHWM reset at its start, or else
 // (PeakNote says why) the largest VmRSS sampled.
 type CrowdResult struct {
@@ -347,6 +349,54 @@ type CrowdResult struct {
 // crowdTimeout is how long the crowd phase waits for its models to
 // succeed.
 const crowdTimeout = 5 * time.Minute
+
+// crowdListers is how many clients list every model of the crowd at once,
+// pages of 1,000, at the end of the crowd phase.
+const crowdListers = 8
+
+// listAll lists the models (GET /models, pages of 1,000) until the last
+// page, and returns how many of them have an id starting with prefix.
+func (h *hostile) listAll(ctx context.Context, prefix string) (int, error) {
+	n := 0
+	for after := ""; ; {
+		target := "/models?limit=1000"
+		if after != "" {
+			target += "&after=" + url.QueryEscape(after)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+target, nil)
+		if err != nil {
+			return n, err
+		}
+		resp, err := h.client.Do(req)
+		if err != nil {
+			return n, err
+		}
+		var page struct {
+			Models []struct {
+				ID string `json:"id"`
+			} `json:"models"`
+			Next string `json:"next"`
+		}
+		if resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: status %d", target, resp.StatusCode)
+		} else {
+			err = json.NewDecoder(resp.Body).Decode(&page)
+		}
+		resp.Body.Close()
+		if err != nil {
+			return n, err
+		}
+		for _, m := range page.Models {
+			if strings.HasPrefix(m.ID, prefix) {
+				n++
+			}
+		}
+		if page.Next == "" {
+			return n, nil
+		}
+		after = page.Next
+	}
+}
 
 // crowd runs the crowd phase (see CrowdResult).
 func (h *hostile) crowd(ctx context.Context, poolCfg *pgxpool.Config) (CrowdResult, error) {
@@ -408,6 +458,21 @@ func (h *hostile) crowd(ctx context.Context, poolCfg *pgxpool.Config) (CrowdResu
 	}
 	if paused != res.Models {
 		return res, fmt.Errorf("crowd: the bulk pause paused %d of %d models", paused, res.Models)
+	}
+	listed := make([]int, crowdListers)
+	errs := make([]error, crowdListers)
+	var wg sync.WaitGroup
+	for i := range crowdListers {
+		wg.Go(func() { listed[i], errs[i] = h.listAll(ctx, "crowd-") })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil && listed[i] != res.Models {
+			err = fmt.Errorf("listed %d of %d models", listed[i], res.Models)
+		}
+		if err != nil {
+			return res, fmt.Errorf("crowd: list the models: %w", err)
+		}
 	}
 	if res.PeakRSS = sampler.stop(); res.PeakNote == "" {
 		if res.PeakRSS, err = peakRSS(h.serve.pid()); err != nil {
