@@ -239,6 +239,60 @@ func TestReceiveLimits(t *testing.T) {
 	})
 }
 
+// TestReceiveBytesBound: a receive takes outcomes in order while they add
+// up to 8 messages at the size limit, and always one; small ones, up to
+// the count asked for, across the script's reads of 100.
+func TestReceiveBytesBound(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r, err := New(b.client, Options{Prefix: b.prefix, Consumer: "s1", Clock: refresh.NewVirtualClock(t0), Logger: quiet,
+			Limits: Limits{MaxBytes: 1024}})
+		require.NoError(t, err)
+		sized := func(i, size int) string {
+			o := outcomeJSON(t, refresh.Outcome{ModelID: fmt.Sprintf("m%d", i), AttemptUID: "u", Type: refresh.OutcomeStatus})
+			return o[:len(o)-1] + `,"message":"` + strings.Repeat("x", size-len(o)-13) + `"}`
+		}
+		var msgs []string
+		for i := range 250 {
+			msgs = append(msgs, sized(i, 100))
+		}
+		b.lpush(t, b.keys.outcomesKey(), msgs...)
+		ids := func(r *Redis, max int) []string {
+			t.Helper()
+			got, err := r.Receive(ctx, max, 0)
+			require.NoError(t, err)
+			out := []string{}
+			for _, o := range got {
+				out = append(out, o.ModelID)
+			}
+			require.NoError(t, r.Ack(ctx, nil))
+			return out
+		}
+		want := func(from, to int) []string {
+			var out []string
+			for i := from; i < to; i++ {
+				out = append(out, fmt.Sprintf("m%d", i))
+			}
+			return out
+		}
+		require.Equal(t, want(0, 250), ids(b.newRedis(t, "s2", refresh.NewVirtualClock(t0)), 1000), "in order across reads of 100")
+
+		msgs = []string{sized(1000, 9000)}
+		for i := range 20 {
+			msgs = append(msgs, sized(i, 1000))
+		}
+		b.lpush(t, b.keys.outcomesKey(), msgs...)
+		require.Empty(t, ids(r, 100), "the first whatever its size (and dead-lettered: too large)")
+		require.Len(t, b.lrange(t, b.keys.deadKey()), 1)
+		require.Equal(t, want(0, 8), ids(r, 100), "8 KiB: 8 messages of 1,000 bytes")
+		require.Equal(t, want(8, 16), ids(r, 100))
+		require.Equal(t, want(16, 18), ids(r, 2), "the count still holds")
+		require.Equal(t, want(18, 20), ids(r, 100))
+		require.Empty(t, b.lrange(t, b.keys.outcomesKey()))
+	})
+}
+
 func TestRecoverSameConsumer(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {

@@ -15,9 +15,10 @@ import (
 // lists of takers not seen since a cutoff are moved back onto the source.
 
 // move registers member as seen at now and moves up to max messages from
-// source to taken, oldest first.
-func move(ctx context.Context, c redis.Scripter, source, taken, set, member string, max int, now time.Time) ([]string, error) {
-	res, err := moveScript.Run(ctx, c, []string{source, taken, set}, max, now.UnixMilli(), member).StringSlice()
+// source to taken, oldest first, while they add up to at most bytes (the
+// first one whatever its size).
+func move(ctx context.Context, c redis.Scripter, source, taken, set, member string, max, bytes int, now time.Time) ([]string, error) {
+	res, err := moveScript.Run(ctx, c, []string{source, taken, set}, max, now.UnixMilli(), member, bytes).StringSlice()
 	if err != nil && err != redis.Nil {
 		return nil, err
 	}

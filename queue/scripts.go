@@ -9,25 +9,37 @@ import (
 // moveScript registers the caller as alive and moves up to ARGV[1] messages
 // from the right (oldest) end of KEYS[1] to the left of KEYS[2], returning
 // them oldest first: what LMOVE RIGHT LEFT one message at a time does, in
-// three commands.
+// three commands, while the messages add up to at most ARGV[4] bytes (see
+// moveLua).
 //
 //	KEYS: source list, destination list, heartbeat sorted set
-//	ARGV: max, now (Unix ms), member
+//	ARGV: max, now (Unix ms), member, max bytes
 var moveScript = redis.NewScript(`
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+local n, bytes = tonumber(ARGV[1]), tonumber(ARGV[4])
 ` + moveLua + `
 `)
 
-// moveLua moves up to ARGV[1] messages from the right (oldest) end of
-// KEYS[1] to the left of KEYS[2], as LMOVE RIGHT LEFT repeated would, and
-// returns them oldest first.
+// moveLua moves up to n messages from the right (oldest) end of KEYS[1] to
+// the left of KEYS[2], as LMOVE RIGHT LEFT repeated would, and returns them
+// oldest first; it stops before the first message that would take their
+// sizes past bytes (the first message moves whatever its size). It reads
+// the source 100 messages at a time, so that a crowd of large messages
+// costs Redis no more than that past the bound.
 const moveLua = `
-local n = tonumber(ARGV[1])
-local v = redis.call('LRANGE', KEYS[1], -n, -1)
-if #v == 0 then return {} end
-redis.call('LTRIM', KEYS[1], 0, -#v - 1)
-local out = {}
-for i = #v, 1, -1 do out[#out + 1] = v[i] end
+local out, size, full = {}, 0, false
+while #out < n and not full do
+  local want = math.min(n - #out, 100)
+  local v = redis.call('LRANGE', KEYS[1], -(#out + want), -(#out + 1))
+  for i = #v, 1, -1 do
+    size = size + #v[i]
+    if #out > 0 and size > bytes then full = true break end
+    out[#out + 1] = v[i]
+  end
+  if #v < want then break end
+end
+if #out == 0 then return {} end
+redis.call('LTRIM', KEYS[1], 0, -#out - 1)
 for i = 1, #out, 1000 do
   redis.call('LPUSH', KEYS[2], unpack(out, i, math.min(i + 999, #out)))
 end
@@ -190,8 +202,11 @@ func setAside(ctx context.Context, c redis.Scripter, taken, dead string, max int
 }
 
 // takeScript moves up to ARGV[1] messages from the right (oldest) end of
-// KEYS[1] to the left of KEYS[2] and returns them, oldest first.
+// KEYS[1] to the left of KEYS[2], while they add up to at most ARGV[2]
+// bytes (see moveLua), and returns them, oldest first.
 //
 //	KEYS: source list, taken list
-//	ARGV: max
-var takeScript = redis.NewScript(moveLua)
+//	ARGV: max, max bytes
+var takeScript = redis.NewScript(`
+local n, bytes = tonumber(ARGV[1]), tonumber(ARGV[2])
+` + moveLua)

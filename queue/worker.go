@@ -609,7 +609,7 @@ func (w *Worker) takeJobs(ctx context.Context, i, n int) ([]*task, error) {
 		raws = append(raws, raw)
 		if n > 1 {
 			var more []string
-			more, err = takeBatch(ctx, w.client, jobs, working, n-1)
+			more, err = takeBatch(ctx, w.client, jobs, working, n-1, w.opt.Limits.takeBytes())
 			raws = append(raws, more...)
 		}
 	}
@@ -626,9 +626,10 @@ func (w *Worker) takeJobs(ctx context.Context, i, n int) ([]*task, error) {
 }
 
 // takeBatch moves up to n jobs from the right of jobs to the left of
-// working, atomically, and returns them oldest first.
-func takeBatch(ctx context.Context, c redis.Scripter, jobs, working string, n int) ([]string, error) {
-	raws, err := takeScript.Run(ctx, c, []string{jobs, working}, n).StringSlice()
+// working, atomically, while they add up to at most bytes (the first one
+// whatever its size), and returns them oldest first.
+func takeBatch(ctx context.Context, c redis.Scripter, jobs, working string, n, bytes int) ([]string, error) {
+	raws, err := takeScript.Run(ctx, c, []string{jobs, working}, n, bytes).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
