@@ -52,11 +52,10 @@ func (r *Redis) DeadLetters(ctx context.Context, after string, limit int) ([]ref
 	if cursor < 0 || cursor > n {
 		cursor = n
 	}
-	low := max(cursor-int64(limit), 0)
-	// LRANGE -cursor -(low+1): the entries at positions cursor-1 down to
-	// low, newest first. Entries pushed between LLEN and LRANGE are on the
+	// The entries at positions cursor-1 down to cursor-limit at most,
+	// newest first. Entries pushed between LLEN and the script are on the
 	// left, out of this range.
-	raws, err := r.client.LRange(ctx, key, -cursor, -(low + 1)).Result()
+	raws, err := deadPageScript.Run(ctx, r.client, []string{key}, cursor, limit, r.opt.Limits.batchBytes()).StringSlice()
 	if err != nil {
 		return nil, "", fmt.Errorf("list dead letters: %w", err)
 	}
@@ -65,11 +64,37 @@ func (r *Redis) DeadLetters(ctx context.Context, after string, limit int) ([]ref
 		letters = append(letters, r.parseDead(raw))
 	}
 	next := ""
-	if low > 0 {
+	if low := cursor - int64(len(raws)); low > 0 {
 		next = strconv.FormatInt(low, 10)
 	}
 	return letters, next, nil
 }
+
+// deadPageScript returns the entries of the dead-letter list at positions
+// (from the oldest, 0) ARGV[1]-1 down to ARGV[1]-ARGV[2] at most, newest
+// first, stopping before the entry that would take their sizes past
+// ARGV[3] bytes (the first entry whatever its size). It reads the list 100
+// entries at a time, so that Redis copies no more than that past the
+// bound.
+//
+//	KEYS: the dead-letter list
+//	ARGV: cursor, limit, max bytes
+var deadPageScript = redis.NewScript(`
+local cursor, limit, bytes = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local out, size = {}, 0
+while #out < limit and #out < cursor do
+  local hi = cursor - #out
+  local lo = math.max(hi - math.min(limit - #out, 100), 0)
+  local v = redis.call('LRANGE', KEYS[1], -hi, -(lo + 1))
+  if #v == 0 then break end
+  for i = 1, #v do
+    size = size + #v[i]
+    if #out > 0 and size > bytes then return out end
+    out[#out + 1] = v[i]
+  end
+end
+return out
+`)
 
 // RequeueDead puts the dead letters with the given ids back on the lists
 // they came from (see DeadLetter.List), oldest first: the message goes to

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,62 @@ func TestDeadLettersPages(t *testing.T) {
 			require.EqualError(t, err, "after: must be the next of a previous page", bad)
 			require.Equal(t, refresh.EINVALID, refresh.ErrorCode(err))
 		}
+	})
+}
+
+// TestDeadLettersBytesBound: a page holds entries, newest first, while
+// they add up to 8 messages at the size limit, and always one; small
+// ones, up to the limit asked for, across the script's reads of 100.
+func TestDeadLettersBytesBound(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r, err := New(b.client, Options{Prefix: b.prefix, Consumer: "c1", Clock: refresh.NewVirtualClock(t0), Logger: quiet,
+			Limits: Limits{MaxBytes: 1024}})
+		require.NoError(t, err)
+		entry := func(i, size int) string { return fmt.Sprintf("%05d", i) + strings.Repeat("x", size-5) }
+		pages := func(r *Redis, limit int) [][]int {
+			t.Helper()
+			var out [][]int
+			for after := ""; ; {
+				letters, next, err := r.DeadLetters(ctx, after, limit)
+				require.NoError(t, err)
+				page := []int{}
+				for _, d := range letters {
+					i, err := strconv.Atoi(d.Message[:5])
+					require.NoError(t, err)
+					page = append(page, i)
+				}
+				out = append(out, page)
+				if next == "" {
+					return out
+				}
+				after = next
+			}
+		}
+		var entries []string // pushed oldest first: listed newest first
+		for i := range 250 {
+			entries = append(entries, entry(249-i, 100))
+		}
+		b.lpush(t, b.keys.deadKey(), entries...)
+		var all []int
+		for i := range 250 {
+			all = append(all, i)
+		}
+		require.Equal(t, [][]int{all}, pages(b.newRedis(t, "c2", refresh.NewVirtualClock(t0)), 1000), "across reads of 100")
+		_, err = r.DropAllDead(ctx)
+		require.NoError(t, err)
+
+		entries = entries[:0]
+		for i := range 20 {
+			entries = append(entries, entry(20-i, 1000))
+		}
+		entries = append(entries, entry(0, 9000))
+		b.lpush(t, b.keys.deadKey(), entries...)
+		require.Equal(t, [][]int{{0}, {1, 2, 3, 4, 5, 6, 7, 8}, {9, 10, 11, 12, 13, 14, 15, 16}, {17, 18, 19, 20}}, pages(r, 100),
+			"the first whatever its size, then 8 KiB: 8 entries of 1,000 bytes")
+		require.Equal(t, [][]int{{0}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}, {13, 14}, {15, 16}, {17, 18}, {19, 20}}, pages(r, 2),
+			"the limit still holds")
 	})
 }
 

@@ -32,11 +32,12 @@ const (
 	DefaultMaxMessageBytes = 4096
 )
 
-// takeBytes is how many bytes of messages one receive of outcomes, or one
-// take of jobs, moves at most: those of 8 messages at the size limit (see
-// moveLua). A crowd of large messages then costs a consumer or a worker no
-// more memory than that, however many messages it may take at once.
-func (l Limits) takeBytes() int { return 8 * l.MaxBytes }
+// batchBytes is how many bytes of messages one receive of outcomes, or
+// one take of jobs, moves at most (see moveLua), and one page of dead
+// letters reads: those of 8 messages at the size limit. A crowd of large
+// messages then costs a consumer, a worker or a request no more memory
+// than that, however many messages it may take at once.
+func (l Limits) batchBytes() int { return 8 * l.MaxBytes }
 
 // minMessageBytes is the least MaxMessageBytes: the marker and some text.
 const minMessageBytes = 64

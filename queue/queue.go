@@ -291,7 +291,7 @@ func (r *Redis) Receive(ctx context.Context, max int, block time.Duration) ([]re
 // reply was lost, which marks the processing list dirty.
 func (r *Redis) move(ctx context.Context, max int, now time.Time) ([]string, error) {
 	raws, err := move(ctx, r.client, r.keys.outcomesKey(), r.keys.processingKey(r.opt.Consumer),
-		r.keys.consumersKey(), r.opt.Consumer, max, r.opt.Limits.takeBytes(), now)
+		r.keys.consumersKey(), r.opt.Consumer, max, r.opt.Limits.batchBytes(), now)
 	if err != nil {
 		r.dirty = true
 		return nil, fmt.Errorf("receive outcomes: %w", err)

@@ -609,7 +609,7 @@ func (w *Worker) takeJobs(ctx context.Context, i, n int) ([]*task, error) {
 		raws = append(raws, raw)
 		if n > 1 {
 			var more []string
-			more, err = takeBatch(ctx, w.client, jobs, working, n-1, w.opt.Limits.takeBytes())
+			more, err = takeBatch(ctx, w.client, jobs, working, n-1, w.opt.Limits.batchBytes())
 			raws = append(raws, more...)
 		}
 	}
