@@ -38,6 +38,12 @@ type ClientConfig struct {
 
 // NewClient returns a client for cfg, or an error naming the field at
 // fault. It does not connect: the first command does.
+//
+// The client never sends a command again on its own (MaxRetries -1, and
+// MaxRedirects -1 for a cluster, whatever the URL says): after a reply
+// lost on the wire, the command may well have run, and the scripts that
+// move messages must not run twice. Their callers see the error and put
+// things right (see Redis.Receive).
 func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 	sentinel := cfg.SentinelMaster != "" || len(cfg.SentinelAddrs) > 0
 	cluster := len(cfg.ClusterAddrs) > 0
@@ -66,6 +72,7 @@ func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 			return nil, err
 		}
 	}
+	opt.MaxRetries = -1
 	switch {
 	case sentinel:
 		u := universal(opt)
@@ -78,9 +85,38 @@ func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 		}
 		u := universal(opt)
 		u.Addrs, u.IsClusterMode = cfg.ClusterAddrs, true
+		// A cluster client sends a command again after a network error
+		// as often as it follows a redirection: never, either (a
+		// redirection fails the command, and reloads the slots for the
+		// next one).
+		u.MaxRedirects = -1
 		return redis.NewUniversalClient(u), nil
 	}
 	return redis.NewClient(opt), nil
+}
+
+// warnRetries logs a warning when the client of a consumer sends commands
+// again on its own, as a go-redis client does unless MaxRetries (a
+// cluster's MaxRedirects) is -1, which the client then holds as 0; it can
+// tell for the client types whose options say. A script that moves
+// messages, sent again after its reply was lost, runs twice, and what the
+// first run moved then waits in the processing list, unseen, until an
+// acknowledgement puts it right. (A Worker needs no warning: it reconciles
+// its working list at every heartbeat, and gives back what it does not
+// hold.)
+func warnRetries(client redis.UniversalClient, log *slog.Logger) {
+	retries := 0
+	switch c := client.(type) {
+	case *redis.Client:
+		retries = c.Options().MaxRetries
+	case *redis.ClusterClient:
+		retries = c.Options().MaxRedirects // see NewClient
+	default:
+		return
+	}
+	if retries > 0 {
+		log.Warn("the Redis client sends a command again after an error (MaxRetries, or a cluster's MaxRedirects, is not -1): a move of messages whose reply is lost may run twice; use queue.NewClient, or set it to -1")
+	}
 }
 
 // parseURL reads a server's URL without repeating it in errors, since it

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,9 +45,10 @@ func TestNewClientErrors(t *testing.T) {
 
 func TestNewClientModes(t *testing.T) {
 	t.Parallel()
-	c, err := NewClient(ClientConfig{URL: "rediss://u:pw@h:6380/3?dial_timeout=2s"})
+	c, err := NewClient(ClientConfig{URL: "rediss://u:pw@h:6380/3?dial_timeout=2s&max_retries=5"})
 	require.NoError(t, err)
 	single := c.(*redis.Client).Options()
+	require.Equal(t, 0, single.MaxRetries, "no command is sent again, whatever the URL says (-1 set, 0 once the client holds it)")
 	require.Equal(t, "h:6380", single.Addr)
 	require.Equal(t, 3, single.DB)
 	require.NotNil(t, single.TLSConfig)
@@ -59,6 +61,7 @@ func TestNewClientModes(t *testing.T) {
 	require.Equal(t, "pw", failover.Password)
 	require.Equal(t, 3, failover.DB)
 	require.Equal(t, 2*time.Second, failover.DialTimeout)
+	require.Equal(t, 0, failover.MaxRetries)
 
 	c, err = NewClient(ClientConfig{URL: "redis://:pw@?read_timeout=4s", ClusterAddrs: []string{"n1:7000", "n2:7000"}})
 	require.NoError(t, err)
@@ -66,9 +69,40 @@ func TestNewClientModes(t *testing.T) {
 	require.Equal(t, []string{"n1:7000", "n2:7000"}, cluster.Addrs)
 	require.Equal(t, "pw", cluster.Password)
 	require.Equal(t, 4*time.Second, cluster.ReadTimeout)
+	require.Equal(t, 0, cluster.MaxRedirects, "no command is sent again")
 	c, err = NewClient(ClientConfig{ClusterAddrs: []string{"n1:7000"}})
 	require.NoError(t, err)
 	require.IsType(t, &redis.ClusterClient{}, c)
+}
+
+// TestWarnRetries: a consumer on a client that sends commands again on its
+// own is worth a warning; on one from NewClient it is not.
+func TestWarnRetries(t *testing.T) {
+	t.Parallel()
+	ours, err := NewClient(ClientConfig{URL: "redis://h:6379"})
+	require.NoError(t, err)
+	cluster, err := NewClient(ClientConfig{ClusterAddrs: []string{"n1:7000"}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		client redis.UniversalClient
+		warn   bool
+	}{
+		{"NewClient", ours, false},
+		{"NewClient, cluster", cluster, false},
+		{"go-redis default", redis.NewClient(&redis.Options{Addr: "h:6379"}), true},
+		{"go-redis cluster default", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"n1:7000"}}), true},
+		{"MaxRetries -1", redis.NewClient(&redis.Options{Addr: "h:6379", MaxRetries: -1}), false},
+	} {
+		var logs bytes.Buffer
+		_, err := New(tc.client, Options{Consumer: "c", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		require.NoError(t, err)
+		if tc.warn {
+			require.Equal(t, 1, strings.Count(logs.String(), "sends a command again"), tc.name)
+		} else {
+			require.Empty(t, logs.String(), tc.name)
+		}
+	}
 }
 
 func TestNewClientConnects(t *testing.T) {

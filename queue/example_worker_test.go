@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/freshen-dev/freshen/queue"
 	"github.com/freshen-dev/freshen/refresh"
@@ -18,7 +17,10 @@ import (
 func ExampleNewWorker() {
 	mr, _ := miniredis.Run()
 	defer mr.Close()
-	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	client, err := queue.NewClient(queue.ClientConfig{URL: "redis://" + mr.Addr()})
+	if err != nil {
+		panic(err)
+	}
 	defer client.Close()
 	clock := refresh.NewVirtualClock(time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC))
 	logger := slog.New(slog.DiscardHandler)

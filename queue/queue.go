@@ -142,6 +142,7 @@ func New(client redis.UniversalClient, opt Options) (*Redis, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
+	warnRetries(client, opt.Logger)
 	return &Redis{
 		client: client,
 		opt:    opt,

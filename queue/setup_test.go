@@ -49,7 +49,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 
 func newMini(tb testing.TB) backend {
 	mr := miniredis.RunT(tb)
-	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	client := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1}) // as NewClient
 	tb.Cleanup(func() { _ = client.Close() })
 	return newBackend(client)
 }
@@ -58,6 +58,7 @@ func newMini(tb testing.TB) backend {
 func newReal(tb testing.TB, url string) backend {
 	opt, err := redis.ParseURL(url)
 	require.NoError(tb, err)
+	opt.MaxRetries = -1 // as NewClient
 	client := redis.NewClient(opt)
 	require.NoError(tb, client.Ping(context.Background()).Err())
 	b := newBackend(client)

@@ -137,7 +137,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		return fmt.Errorf("start embedded redis: %w", err)
 	}
 	defer mr.Close()
-	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	client := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1}) // as queue.NewClient
 	defer client.Close()
 	if err := client.Ping(context.WithoutCancel(ctx)).Err(); err != nil {
 		return fmt.Errorf("embedded redis: %w", err)

@@ -152,6 +152,7 @@ func New(ctx context.Context, cfg Config) (*Bench, error) {
 		b.admin.Close(ctx)
 		return nil, fmt.Errorf("redis URL: %w", err)
 	}
+	b.redisOpt.MaxRetries = -1 // as queue.NewClient
 	b.rdb = redis.NewClient(b.redisOpt)
 	if err := b.rdb.Ping(ctx).Err(); err != nil {
 		b.Close()

@@ -64,8 +64,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, ready io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("redis URL: %w", err)
 	}
-	// Each taker holds a connection while it waits for a job.
-	opt.PoolSize = cfg.Concurrency + 10
+	// Each taker holds a connection while it waits for a job; no command
+	// is sent again on its own (see queue.NewClient).
+	opt.PoolSize, opt.MaxRetries = cfg.Concurrency+10, -1
 	client := redis.NewClient(opt)
 	defer client.Close()
 	if err := client.Ping(ctx).Err(); err != nil {
