@@ -551,6 +551,9 @@ type repro struct {
 	// own reproductions run in the loop phase on a client of their own
 	// rather than in turn with the others.
 	own bool
+	// redis reproductions need Redis (and serve's consumer), besides
+	// serve's HTTP API.
+	redis bool
 	// prepare readies run i of client who ("" before the loop phase),
 	// unmeasured, and returns the part that is measured.
 	prepare func(ctx context.Context, i int, who string) (run, error)

@@ -331,10 +331,42 @@ func (h *hostile) repros() []repro {
 			}
 			return out
 		}),
+		h.outcomes("100 outcomes of 900 KB at once", 0, func() [][]byte {
+			out := make([][]byte, 100)
+			for i := range out {
+				out[i] = failureOutcome(fmt.Sprintf("h-none-%d", i), "u", 900_000)
+			}
+			return out
+		}),
+		h.deadPage(),
 		h.slowClients(),
 		h.idleConnections(),
 	)
 	return out
+}
+
+// deadPage is a reproduction that asks for a page of 1,000 dead letters
+// when the newest 100 are of 900 KB each (under the size limit, so kept
+// whole).
+func (h *hostile) deadPage() repro {
+	entry := `{"reason":"bench: a large dead letter","message":"` + strings.Repeat("x", 900_000) + `","at":"2026-01-01T00:00:00Z"}`
+	return repro{name: "a page of 1,000 dead letters, 100 of them of 900 KB", units: 1, unit: "request", redis: true,
+		prepare: func(ctx context.Context, _ int, _ string) (run, error) {
+			// The entries of earlier runs go first, so that the list does
+			// not grow with the runs.
+			pipe := h.b.rdb.TxPipeline()
+			pipe.LRem(ctx, h.b.keys.dead(), 0, entry)
+			for range 100 {
+				pipe.LPush(ctx, h.b.keys.dead(), entry)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (answer, error) {
+				code, err := h.do(ctx, http.MethodGet, "/dead?limit=1000", nil)
+				return answer{status: fmt.Sprintf("answered %d", code), ok: code == http.StatusOK}, err
+			}, nil
+		}}
 }
 
 // request is a reproduction of one request whose answer must be one of
@@ -468,7 +500,7 @@ func (k keys) processing() string { return k.base + "processing:bench-serve" }
 // outcomes is a reproduction that pushes the messages of msgs at once on
 // the outcomes list, of which wantDead must be dead-lettered.
 func (h *hostile) outcomes(name string, wantDead int, msgs func() [][]byte) repro {
-	return repro{name: name, units: len(msgs()), unit: "message",
+	return repro{name: name, units: len(msgs()), unit: "message", redis: true,
 		prepare: func(context.Context, int, string) (run, error) {
 			m := msgs()
 			return func(ctx context.Context) (answer, error) { return h.push(ctx, m, wantDead) }, nil
@@ -526,7 +558,7 @@ func (h *hostile) push(ctx context.Context, msgs [][]byte, wantDead int) (answer
 // event.
 func (h *hostile) disableFlow() repro {
 	const maxReason = 4096
-	return repro{name: "failure with a 10 KB message, a template of 1,000 bytes", units: 1, unit: "message",
+	return repro{name: "failure with a 10 KB message, a template of 1,000 bytes", units: 1, unit: "message", redis: true,
 		models: []string{"h-disable"},
 		prepare: func(ctx context.Context, _ int, who string) (run, error) {
 			id := "h-disable" + who
