@@ -55,7 +55,7 @@ func (r *Redis) DeadLetters(ctx context.Context, after string, limit int) ([]ref
 	// The entries at positions cursor-1 down to cursor-limit at most,
 	// newest first. Entries pushed between LLEN and the script are on the
 	// left, out of this range.
-	raws, err := deadPageScript.Run(ctx, r.client, []string{key}, cursor, limit, r.opt.Limits.batchBytes()).StringSlice()
+	raws, err := deadPageScript.Run(ctx, r.client, []string{key}, cursor, limit, r.opt.Limits.pageBytes()).StringSlice()
 	if err != nil {
 		return nil, "", fmt.Errorf("list dead letters: %w", err)
 	}

@@ -33,11 +33,16 @@ const (
 )
 
 // batchBytes is how many bytes of messages one receive of outcomes, or
-// one take of jobs, moves at most (see moveLua), and one page of dead
-// letters reads: those of 8 messages at the size limit. A crowd of large
-// messages then costs a consumer, a worker or a request no more memory
-// than that, however many messages it may take at once.
+// one take of jobs, moves at most (see moveLua): those of 8 messages at
+// the size limit. A crowd of large messages then costs a consumer or a
+// worker no more memory than that, however many messages it may take at
+// once.
 func (l Limits) batchBytes() int { return 8 * l.MaxBytes }
+
+// pageBytes is how many bytes of entries one page of dead letters reads at
+// most: those of 2 messages at the size limit, so that a page, which is
+// hashed, decoded and encoded again for a reader, costs a request little.
+func (l Limits) pageBytes() int { return 2 * l.MaxBytes }
 
 // minMessageBytes is the least MaxMessageBytes: the marker and some text.
 const minMessageBytes = 64

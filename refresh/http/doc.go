@@ -210,7 +210,7 @@
 // where a requeue puts the message back ("outcomes" or "jobs:<queue>"), or
 // null when it cannot be requeued, "refusal" then saying why (a message
 // cut because it was too large, a job that names no queue). A page holds
-// at most 8 MiB of entries (and always one), so it may end before limit,
+// at most 2 MiB of entries (and always one), so it may end before limit,
 // with a "next". An entry set aside while a client pages does not shift
 // the pages; one requeued or dropped meanwhile may make an entry show
 // twice.
