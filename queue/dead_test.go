@@ -135,9 +135,7 @@ func TestDeadLettersBytesBound(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		r, err := New(b.client, Options{Prefix: b.prefix, Consumer: "c1", Clock: refresh.NewVirtualClock(t0), Logger: quiet,
-			Limits: Limits{MaxBytes: 1024}})
-		require.NoError(t, err)
+		r := b.newSmallRedis(t, "c1")
 		entry := func(i, size int) string { return fmt.Sprintf("%05d", i) + strings.Repeat("x", size-5) }
 		pages := func(r *Redis, limit int) [][]int {
 			t.Helper()
@@ -168,7 +166,7 @@ func TestDeadLettersBytesBound(t *testing.T) {
 			all = append(all, i)
 		}
 		require.Equal(t, [][]int{all}, pages(b.newRedis(t, "c2", refresh.NewVirtualClock(t0)), 1000), "across reads of 100")
-		_, err = r.DropAllDead(ctx)
+		_, err := r.DropAllDead(ctx)
 		require.NoError(t, err)
 
 		entries = entries[:0]

@@ -246,9 +246,7 @@ func TestReceiveBytesBound(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		r, err := New(b.client, Options{Prefix: b.prefix, Consumer: "s1", Clock: refresh.NewVirtualClock(t0), Logger: quiet,
-			Limits: Limits{MaxBytes: 1024}})
-		require.NoError(t, err)
+		r := b.newSmallRedis(t, "s1")
 		sized := func(i, size int) string {
 			o := outcomeJSON(t, refresh.Outcome{ModelID: fmt.Sprintf("m%d", i), AttemptUID: "u", Type: refresh.OutcomeStatus})
 			return o[:len(o)-1] + `,"message":"` + strings.Repeat("x", size-len(o)-13) + `"}`

@@ -87,6 +87,15 @@ func (b backend) newRedis(t testing.TB, consumer string, clock refresh.Clock) *R
 	return r
 }
 
+// newSmallRedis is newRedis with messages of at most 1 KiB
+// (Limits.MaxBytes), so that the bounds in bytes show with small messages.
+func (b backend) newSmallRedis(t testing.TB, consumer string) *Redis {
+	r, err := New(b.client, Options{Prefix: b.prefix, Consumer: consumer, Clock: refresh.NewVirtualClock(t0), Logger: quiet,
+		Limits: Limits{MaxBytes: 1024}})
+	require.NoError(t, err)
+	return r
+}
+
 // lrange returns the whole list key, left to right.
 func (b backend) lrange(t testing.TB, key string) []string {
 	v, err := b.client.LRange(context.Background(), key, 0, -1).Result()
