@@ -315,7 +315,7 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 		// A running sum of the payloads' lengths ends the list where a
 		// refresh.PayloadBudget would, so that the rows after the cut are
 		// not even sent.
-		extra = `, row_number() OVER (ORDER BY id) AS n, sum(octet_length(payload::text)) OVER (ORDER BY id) AS upto`
+		extra = `, row_number() OVER (ORDER BY id) AS n, sum(coalesce(octet_length(payload::text), 0)) OVER (ORDER BY id) AS upto`
 	}
 	query := `SELECT ` + columns + extra + ` FROM models
 		WHERE id > $1

@@ -488,6 +488,9 @@ func putPayloadCrowd(t *testing.T, s refresh.Store) {
 // holds the first.
 func testListBoundPayloads(t *testing.T, s refresh.Store) {
 	putPayloadCrowd(t, s)
+	g, h := model("g", t0), model("h", t0)
+	g.Payload, h.Payload = nil, nil
+	put(t, s, g, h)
 	ids := func(f refresh.Filter) []string {
 		t.Helper()
 		ms, err := s.List(context.Background(), f)
@@ -495,7 +498,9 @@ func testListBoundPayloads(t *testing.T, s refresh.Store) {
 		out := []string{}
 		for _, m := range ms {
 			out = append(out, m.ID)
-			require.Equal(t, f.NoPayload, m.Payload == nil, "model %s", m.ID)
+			if m.ID < "g" {
+				require.Equal(t, f.NoPayload, m.Payload == nil, "model %s", m.ID)
+			}
 		}
 		return out
 	}
@@ -503,10 +508,11 @@ func testListBoundPayloads(t *testing.T, s refresh.Store) {
 	require.Equal(t, []string{"a", "b", "c"}, bound(""), "three thirds fit")
 	require.Equal(t, []string{"d"}, bound("c"), "the next does not fit with d")
 	require.Equal(t, []string{"e"}, bound("d"), "the first model of a page is listed whatever its size")
-	require.Equal(t, []string{"f"}, bound("e"))
-	require.Empty(t, bound("f"))
+	require.Equal(t, []string{"f", "g", "h"}, bound("e"), "models without a payload weigh nothing")
+	require.Equal(t, []string{"g", "h"}, bound("f"), "also from the first")
+	require.Empty(t, bound("h"))
 	require.Equal(t, []string{"a", "b"}, ids(refresh.Filter{Limit: 2, BoundPayloads: true}), "the limit still holds")
-	all := []string{"a", "b", "c", "d", "e", "f"}
+	all := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	require.Equal(t, all, ids(refresh.Filter{}), "unbounded")
 	require.Equal(t, all, ids(refresh.Filter{BoundPayloads: true, NoPayload: true}), "without payloads, nothing to bound")
 }
