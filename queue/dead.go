@@ -336,6 +336,7 @@ func (r *Redis) parseDead(raw string) refresh.DeadLetter {
 		Reason  *string   `json:"reason"`
 		Message *string   `json:"message"`
 		At      time.Time `json:"at"`
+		Cut     bool      `json:"cut"`
 	}
 	if err := json.Unmarshal([]byte(raw), &e); err != nil || e.Reason == nil || e.Message == nil {
 		d.Reason = "not a dead-letter entry (want an object with reason, message and at)"
@@ -346,7 +347,7 @@ func (r *Redis) parseDead(raw string) refresh.DeadLetter {
 	d.Reason, d.Message, d.At = *e.Reason, *e.Message, e.At
 	rule, job := strings.CutPrefix(d.Reason, jobReasonPrefix)
 	switch {
-	case strings.HasPrefix(rule, "too large:"):
+	case e.Cut || strings.HasPrefix(rule, "too large:"): // entries of older versions have no cut
 		d.Refusal = "its message was cut when it was set aside"
 	case !job:
 		d.List = "outcomes"

@@ -181,6 +181,42 @@ func TestDeadLettersBytesBound(t *testing.T) {
 	})
 }
 
+// TestDeadLetterKeepsBytes: a message of up to an eighth of the size
+// limit (and at least MaxMessageBytes) is kept whole and can be requeued;
+// a longer one keeps its beginning only, and cannot.
+func TestDeadLetterKeepsBytes(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		r := b.newRedis(t, "c1", refresh.NewVirtualClock(t0))
+		malformed := func(size int) string { // no attempt_uid
+			return `{"model_id":"m1","outcome":"success","x":"` + strings.Repeat("y", size-44) + `"}`
+		}
+		kept, cut := malformed(128<<10), malformed(128<<10+1)
+		require.Len(t, kept, 128<<10)
+		b.lpush(t, b.keys.outcomesKey(), kept, cut)
+		got, err := r.Receive(ctx, 10, 0)
+		require.NoError(t, err)
+		require.Empty(t, got)
+
+		letters, _, err := r.DeadLetters(ctx, "", 10)
+		require.NoError(t, err)
+		require.Len(t, letters, 2)
+		require.Equal(t, "attempt_uid: missing", letters[0].Reason)
+		require.Equal(t, cut[:DefaultMaxMessageBytes-len(TruncatedMarker)]+TruncatedMarker, letters[0].Message)
+		require.Equal(t, "its message was cut when it was set aside", letters[0].Refusal)
+		require.Empty(t, letters[0].List)
+		require.Equal(t, kept, letters[1].Message)
+		require.Equal(t, "outcomes", letters[1].List)
+
+		res, err := r.RequeueDead(ctx, []string{letters[0].ID, letters[1].ID})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Done)
+		require.Len(t, res.Refused, 1)
+		require.Equal(t, []string{kept}, b.lrange(t, b.keys.outcomesKey()))
+	})
+}
+
 func TestRequeueDead(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {

@@ -44,6 +44,14 @@ func (l Limits) batchBytes() int { return 8 * l.MaxBytes }
 // hashed, decoded and encoded again for a reader, costs a request little.
 func (l Limits) pageBytes() int { return 2 * l.MaxBytes }
 
+// keepBytes is the longest message a dead-letter entry keeps whole, so
+// that it can be requeued: an eighth of MaxBytes (128 KiB by default, more
+// than any job at the default payload limit), and at least
+// MaxMessageBytes. A longer one keeps only its first MaxMessageBytes. The
+// dead-letter list, bounded in entries, then holds at most about that
+// many times keepBytes, whatever the messages workers send.
+func (l Limits) keepBytes() int { return max(l.MaxBytes/8, l.MaxMessageBytes) }
+
 // minMessageBytes is the least MaxMessageBytes: the marker and some text.
 const minMessageBytes = 64
 

@@ -568,19 +568,23 @@ func (r *Redis) Collectors() []prometheus.Collector {
 	}
 }
 
-// deadLetter is an entry of the dead-letter list.
+// deadLetter is an entry of the dead-letter list. Cut marks a message
+// that keeps only its beginning (and so cannot be requeued).
 type deadLetter struct {
 	Reason  string    `json:"reason"`
 	Message string    `json:"message"`
 	At      time.Time `json:"at"`
+	Cut     bool      `json:"cut,omitempty"`
 }
 
 // deadEntry is the dead-letter entry of raw, set aside at at for reason. A
-// message over the size limit keeps only its beginning.
+// message longer than the limits keep (Limits.keepBytes) keeps only its
+// beginning.
 func deadEntry(reason, raw string, at time.Time, lim Limits) string {
-	if len(raw) > lim.MaxBytes {
-		raw = truncateText(raw, lim.MaxMessageBytes)
+	e := deadLetter{Reason: reason, Message: raw, At: at}
+	if len(raw) > lim.keepBytes() {
+		e.Message, e.Cut = truncateText(raw, lim.MaxMessageBytes), true
 	}
-	b, _ := json.Marshal(deadLetter{Reason: reason, Message: raw, At: at})
+	b, _ := json.Marshal(e)
 	return string(b)
 }
