@@ -18,8 +18,9 @@ import (
 )
 
 // deadChunk is how many dead letters one command reads or one script
-// moves.
-const deadChunk = 500
+// moves: at most about 13 MB of the entries serve and the Go SDK write
+// (Limits.keepBytes).
+const deadChunk = 100
 
 // jobReasonPrefix starts the reason of a dead-lettered job (WIRE.md).
 const jobReasonPrefix = "job: "

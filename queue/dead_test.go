@@ -283,7 +283,7 @@ func TestRequeueAllDead(t *testing.T) {
 		outcomes := b.lrange(t, b.keys.outcomesKey())
 		require.Len(t, outcomes, deadChunk+10+3)
 		require.Equal(t, letters[6].Message, outcomes[len(outcomes)-1], "the oldest is taken first")
-		require.Equal(t, `{"model_id":"n509"}`, outcomes[0])
+		require.Equal(t, fmt.Sprintf(`{"model_id":"n%d"}`, deadChunk+9), outcomes[0])
 		jobs := b.lrange(t, b.keys.jobsKey("tables"))
 		require.Equal(t, []string{letters[3].Message}, jobs)
 
