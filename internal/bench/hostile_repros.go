@@ -331,18 +331,26 @@ func (h *hostile) repros() []repro {
 			}
 			return out
 		}),
-		h.outcomes("100 outcomes of 900 KB at once", 0, func() [][]byte {
+		// In the loop it runs on a client of its own, one run at a time:
+		// four clients pushing 90 MB each at once saturate Redis itself.
+		h.own(h.outcomes("100 outcomes of 900 KB at once", 0, func() [][]byte {
 			out := make([][]byte, 100)
 			for i := range out {
 				out[i] = failureOutcome(fmt.Sprintf("h-none-%d", i), "u", 900_000)
 			}
 			return out
-		}),
-		h.deadPage(),
+		})),
+		h.own(h.deadPage()),
 		h.slowClients(),
 		h.idleConnections(),
 	)
 	return out
+}
+
+// own marks r to run, in the loop phase, on a client of its own.
+func (h *hostile) own(r repro) repro {
+	r.own = true
+	return r
 }
 
 // deadPage is a reproduction that asks for a page of 1,000 dead letters
