@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/freshen-dev/freshen/refresh"
+	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 	"github.com/freshen-dev/freshen/refresh/postgres"
 	"github.com/freshen-dev/freshen/rrule"
 )
@@ -354,35 +354,17 @@ const crowdTimeout = 5 * time.Minute
 // pages of 1,000, at the end of the crowd phase.
 const crowdListers = 8
 
-// listAll lists the models (GET /models, pages of 1,000) until the last
-// page, and returns how many of them have an id starting with prefix.
+// listAll lists the models (GET /models, pages of 1,000, through the API's
+// Go client) until the last page, and returns how many of them have an id
+// starting with prefix.
 func (h *hostile) listAll(ctx context.Context, prefix string) (int, error) {
+	c, err := refreshhttp.NewClient(h.base, "", h.client)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for after := ""; ; {
-		target := "/models?limit=1000"
-		if after != "" {
-			target += "&after=" + url.QueryEscape(after)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+target, nil)
-		if err != nil {
-			return n, err
-		}
-		resp, err := h.client.Do(req)
-		if err != nil {
-			return n, err
-		}
-		var page struct {
-			Models []struct {
-				ID string `json:"id"`
-			} `json:"models"`
-			Next string `json:"next"`
-		}
-		if resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("GET %s: status %d", target, resp.StatusCode)
-		} else {
-			err = json.NewDecoder(resp.Body).Decode(&page)
-		}
-		resp.Body.Close()
+	for o := (refreshhttp.ListOptions{Limit: 1000}); ; {
+		page, err := c.List(ctx, o)
 		if err != nil {
 			return n, err
 		}
@@ -394,7 +376,7 @@ func (h *hostile) listAll(ctx context.Context, prefix string) (int, error) {
 		if page.Next == "" {
 			return n, nil
 		}
-		after = page.Next
+		o.After = page.Next
 	}
 }
 
