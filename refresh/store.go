@@ -212,11 +212,13 @@ type Filter struct {
 	// NoPayload leaves the models' Payload nil, for a caller that does not
 	// need it (a page of models then holds no payloads).
 	NoPayload bool
-	// BoundPayloads ends the list before the first model whose payload
-	// does not fit a PayloadBudget (the first model is always listed): a
-	// page holds at most BatchPayloadBytes of payloads, whatever its
-	// Limit. The list may then be shorter than Limit although more models
-	// match: only an empty list tells that none is left.
+	// BoundPayloads ends the list with the first model whose payload does
+	// not fit a PayloadBudget (the first model always fits): the models
+	// before it hold at most BatchPayloadBytes of payloads, whatever
+	// Limit. A caller passes on the models a PayloadBudget takes and
+	// stops at the first it refuses; the list tells where it was cut, so
+	// that one read suffices: a list shorter than Limit whose models all
+	// fit holds the last models that match.
 	BoundPayloads bool
 }
 

@@ -194,6 +194,7 @@ const maxListScan = 10 * maxListLimit
 // cursor after the last model looked at. A page holds at most
 // refresh.BatchPayloadBytes of payloads (and always one model): models
 // with large payloads end it early too, with a cursor after its last.
+// Without a prefix, a page takes one read of the store.
 func (s *Server) listOwned(ctx context.Context, f refresh.Filter, prefix string) ([]refresh.Model, string, error) {
 	limit := f.Limit
 	f.Limit++ // one more tells whether a next page exists
@@ -205,9 +206,6 @@ func (s *Server) listOwned(ctx context.Context, f refresh.Filter, prefix string)
 		if err != nil {
 			return nil, "", err
 		}
-		if len(models) == 0 {
-			return page, "", nil
-		}
 		for _, m := range models {
 			if !strings.HasPrefix(m.ID, prefix) {
 				continue
@@ -217,12 +215,27 @@ func (s *Server) listOwned(ctx context.Context, f refresh.Filter, prefix string)
 			}
 			page = append(page, m)
 		}
+		if len(models) < f.Limit && !cutByPayloads(models) {
+			return page, "", nil // the last models that match
+		}
 		scanned += len(models)
 		f.After = models[len(models)-1].ID
 		if scanned >= maxListScan {
 			return page, f.After, nil
 		}
 	}
+}
+
+// cutByPayloads reports whether models, listed with BoundPayloads, end
+// with a model whose payload does not fit: more models may match.
+func cutByPayloads(models []refresh.Model) bool {
+	b := refresh.NewPayloadBudget()
+	for _, m := range models {
+		if !b.Take(len(m.Payload)) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseFilter reads the filter of GET /models from q, whose parameters are

@@ -90,7 +90,7 @@ func (s *Store) List(_ context.Context, f refresh.Filter) ([]refresh.Model, erro
 		budget := refresh.NewPayloadBudget()
 		for i, m := range out {
 			if !budget.Take(len(m.Payload)) {
-				return out[:i], nil
+				return out[:i+1], nil // ends with the model that does not fit
 			}
 		}
 	}

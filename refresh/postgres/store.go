@@ -312,10 +312,12 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 	}
 	bound := f.BoundPayloads && !f.NoPayload
 	if bound {
-		// A running sum of the payloads' lengths ends the list where a
-		// refresh.PayloadBudget would, so that the rows after the cut are
-		// not even sent.
-		extra = `, row_number() OVER (ORDER BY id) AS n, sum(coalesce(octet_length(payload::text), 0)) OVER (ORDER BY id) AS upto`
+		// A running sum of the payloads' lengths before each row ends the
+		// list on the first row a refresh.PayloadBudget refuses, so that
+		// the rows after it are not even sent: the first row fits, so does
+		// each later one while the sum up to it is within the bound.
+		extra = `, row_number() OVER (ORDER BY id) AS n,
+			sum(coalesce(octet_length(payload::text), 0)) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before`
 	}
 	query := `SELECT ` + columns + extra + ` FROM models
 		WHERE id > $1
@@ -328,7 +330,7 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 		LIMIT $7`
 	args := []any{f.After, f.Disabled, f.Failing, f.Running, f.Paused, f.Queue, limit}
 	if bound {
-		query = `SELECT ` + columns + ` FROM (` + query + `) models WHERE n = 1 OR upto <= $8 ORDER BY id`
+		query = `SELECT ` + columns + ` FROM (` + query + `) models WHERE n <= 2 OR before <= $8 ORDER BY id`
 		args = append(args, refresh.BatchPayloadBytes)
 	}
 	rows, err := s.pool.Query(ctx, query, args...)

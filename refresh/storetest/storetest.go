@@ -483,9 +483,9 @@ func putPayloadCrowd(t *testing.T, s refresh.Store) {
 		big("f", t0.Add(5*time.Second), 2))
 }
 
-// testListBoundPayloads: a list with BoundPayloads ends before the first
-// model whose payload does not fit refresh.BatchPayloadBytes, and always
-// holds the first.
+// testListBoundPayloads: a list with BoundPayloads ends with the first
+// model whose payload does not fit refresh.BatchPayloadBytes (the first
+// model always fits), so that the reader knows where it was cut.
 func testListBoundPayloads(t *testing.T, s refresh.Store) {
 	putPayloadCrowd(t, s)
 	g, h := model("g", t0), model("h", t0)
@@ -505,12 +505,13 @@ func testListBoundPayloads(t *testing.T, s refresh.Store) {
 		return out
 	}
 	bound := func(after string) []string { return ids(refresh.Filter{After: after, BoundPayloads: true}) }
-	require.Equal(t, []string{"a", "b", "c"}, bound(""), "three thirds fit")
-	require.Equal(t, []string{"d"}, bound("c"), "the next does not fit with d")
-	require.Equal(t, []string{"e"}, bound("d"), "the first model of a page is listed whatever its size")
+	require.Equal(t, []string{"a", "b", "c", "d"}, bound(""), "three thirds fit; d, which does not, ends the list")
+	require.Equal(t, []string{"d", "e"}, bound("c"), "e does not fit with d")
+	require.Equal(t, []string{"e", "f"}, bound("d"), "the first model fits whatever its size, and the next does not")
 	require.Equal(t, []string{"f", "g", "h"}, bound("e"), "models without a payload weigh nothing")
 	require.Equal(t, []string{"g", "h"}, bound("f"), "also from the first")
 	require.Empty(t, bound("h"))
+	require.Equal(t, []string{"c", "d"}, ids(refresh.Filter{After: "b", Limit: 2, BoundPayloads: true}), "the limit ends the list first")
 	require.Equal(t, []string{"a", "b"}, ids(refresh.Filter{Limit: 2, BoundPayloads: true}), "the limit still holds")
 	all := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	require.Equal(t, all, ids(refresh.Filter{}), "unbounded")
