@@ -170,6 +170,10 @@ type HTTPConfig struct {
 	// open, the one idle the longest is closed for a new client; while all
 	// are busy with requests, new clients wait in the kernel's backlog.
 	MaxConns int
+	// ResponseMiB bounds the MiB of large response bodies (over 64 KiB)
+	// held at once while their clients read them; beyond it, a large
+	// answer is a 503 with Retry-After.
+	ResponseMiB int
 }
 
 // Main is the freshen serve program, in the manner of WTF Dial's Main:
@@ -230,6 +234,7 @@ func NewMain(logOut io.Writer) *Main {
 				RequestTimeout:    refreshhttp.DefaultRequestTimeout,
 				MaxHeaderBytes:    64 << 10,
 				MaxConns:          1000,
+				ResponseMiB:       refreshhttp.DefaultResponseBytes >> 20,
 			},
 		},
 		Logger: newLogger(logOut, slog.LevelInfo, redactor{}),
@@ -347,6 +352,7 @@ func (m *Main) ParseFlags(args []string) error {
 	durationVar(fs, &h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "longest a keep-alive connection waits for its next request")
 	durationVar(fs, &h.RequestTimeout, "http-request-timeout", h.RequestTimeout, "longest a request may work once its headers are read; then it answers 503 and its database work is cancelled")
 	fs.IntVar(&h.MaxHeaderBytes, "http-max-header-bytes", h.MaxHeaderBytes, "largest request header accepted")
+	fs.IntVar(&h.ResponseMiB, "http-response-mib", h.ResponseMiB, "most MiB of large answers (over 64 KiB, e.g. pages of models with their payloads) held at once while their clients read them; beyond it, a large answer is 503 with Retry-After")
 	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "most HTTP connections open at once; when all are open, the one idle the longest is closed for a new client, and while all are busy new clients wait")
 
 	c.Webhook.addFlags(fs)
@@ -434,6 +440,8 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--memory-limit: must be at least --gc-min-heap (%d), got %d", c.GCMinHeapMiB, c.MemoryLimitMiB)
 	case c.InstanceID == "":
 		return errors.New("--instance-id: must not be empty")
+	case h.ResponseMiB < 1:
+		return fmt.Errorf("--http-response-mib: must be >= 1, got %d", h.ResponseMiB)
 	case h.MaxHeaderBytes < 1024:
 		return fmt.Errorf("--http-max-header-bytes: must be >= 1024, got %d", h.MaxHeaderBytes)
 	case h.MaxConns < 1:
@@ -626,6 +634,7 @@ func (m *Main) Run(ctx context.Context) error {
 		refreshhttp.WithAuth(m.auth),
 		refreshhttp.WithDeadLetters(m.queue),
 		refreshhttp.WithRequestTimeout(c.HTTP.RequestTimeout),
+		refreshhttp.WithResponseBytes(int64(c.HTTP.ResponseMiB)<<20),
 		refreshhttp.WithState(refreshhttp.StateConfig{Models: store, Clock: clock, LengthsFunc: m.queueLengths}),
 	)
 	pruner, err := refresh.NewPruner(refresh.PrunerConfig{

@@ -137,6 +137,7 @@ func TestServeParseFlags(t *testing.T) {
 		"--db-lock-timeout -1s":             "--db-lock-timeout: must be >= 0, got -1s",
 		"--http-read-timeout 0":             "--http-read-timeout: must be > 0, got 0s",
 		"--http-max-conns 0":                "--http-max-conns: must be >= 1, got 0",
+		"--http-response-mib 0":             "--http-response-mib: must be >= 1, got 0",
 		"--max-retries 0":                   "--max-retries: must be > 0, got 0",
 		"--min-timeout 2h --max-timeout 1h": "--min-timeout: must be <= --max-timeout (1h0m0s), got 2h0m0s",
 		"--consumer-lease 0s":               "--consumer-lease: must be > 0, got 0s",

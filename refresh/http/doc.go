@@ -270,7 +270,9 @@
 //	413 Content Too Large     a body over 1 MiB
 //	499                       the client left before the answer (recorded, not sent)
 //	503 Service Unavailable   the store cannot answer now (EUNAVAILABLE: a model locked
-//	                          too long, a database that does not answer in time), or the
-//	                          request ran out of time; with Retry-After: 1
+//	                          too long, a database that does not answer in time), the
+//	                          request ran out of time, or the large answers being read
+//	                          already hold their bound (WithResponseBytes); with
+//	                          Retry-After: 1
 //	500 Internal Server Error anything else, logged; the answer says only "internal error"
 package http

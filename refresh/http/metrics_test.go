@@ -148,6 +148,7 @@ func TestMetricsAllMove(t *testing.T) {
 		refreshhttp.WithMetrics(metrics),
 		refreshhttp.WithCollectors(q.Collectors()...),
 		refreshhttp.WithDeadLetters(q),
+		refreshhttp.WithResponseBytes(100<<10), // room for one of the two large answers below
 		refreshhttp.WithState(refreshhttp.StateConfig{Models: store, Clock: clock, TTL: time.Nanosecond,
 			LengthsFunc: func(ctx context.Context, queues []string) (refreshhttp.Lengths, error) {
 				l, err := q.Lengths(ctx, queues)
@@ -306,6 +307,17 @@ func TestMetricsAllMove(t *testing.T) {
 	clock.Advance(time.Second)
 	_, err = pruner.RunOnce(ctx)
 	require.NoError(t, err)
+
+	// A large answer while another waits for its client that does not
+	// read: the budget of large answers has no room for it.
+	large := `{"queue": "q7", "policy": {"timeout": "10m"}, "payload": "` + strings.Repeat("x", 40_000) + `"}`
+	do("PUT", "/models/large-1", large)
+	do("PUT", "/models/large-2", large)
+	release := stallLarge(t, handler, "/models?queue=q7")
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/models?queue=q7", nil))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Equal(t, http.StatusOK, release())
 
 	after, names := scrape(t, handler)
 	var unmoved []string

@@ -170,6 +170,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	if p, ok := PrincipalFrom(r.Context()); ok {
 		prefix = p.Prefix
 	}
+	if !reserve(w, listReserve) {
+		return
+	}
 	models, next, err := s.listOwned(r.Context(), f, prefix)
 	if err != nil {
 		s.Error(w, r, err)
@@ -181,6 +184,11 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, res)
 }
+
+// listReserve is what a page of models reserves of the budget of large
+// answers while it is read and encoded: its payloads, up to
+// refresh.BatchPayloadBytes, and their copy in the answer.
+const listReserve = 2 * refresh.BatchPayloadBytes
 
 // maxListScan bounds the models one page of a list limited to an id prefix
 // looks at.

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -30,6 +31,8 @@ type Server struct {
 	timeout  time.Duration
 	auth     *Auth
 	dead     DeadLetters
+	large    budget
+	refused  prometheus.Counter
 	// routes are the patterns registered, in order.
 	routes []string
 }
@@ -82,6 +85,14 @@ func WithHealthCheck(name string, fn func(context.Context) error) Option {
 // header. The body's read is bounded by the http.Server's ReadTimeout.
 func WithRequestTimeout(d time.Duration) Option { return func(s *Server) { s.timeout = d } }
 
+// WithResponseBytes bounds the bytes of the large response bodies (over
+// 64 KiB) written at once to n (default DefaultResponseBytes). A body
+// stays in memory until its client has read it; a large answer that would
+// go past the bound, with others being written, is answered 503 with a
+// Retry-After header instead. One body alone is written whatever its
+// size.
+func WithResponseBytes(n int64) Option { return func(s *Server) { s.large.max = n } }
+
 // WithAuth makes every route but /healthz need a bearer token that a
 // knows, with the scope the route needs (see the package documentation);
 // without it, the API is open to every caller.
@@ -95,6 +106,7 @@ func WithDeadLetters(d DeadLetters) Option { return func(s *Server) { s.dead = d
 // passed with WithCollectors clash, which is a programming error.
 func NewServer(svc *refresh.Service, opts ...Option) *Server {
 	s := &Server{svc: svc, log: svc.Logger, metrics: svc.Metrics, timeout: DefaultRequestTimeout}
+	s.large.max = DefaultResponseBytes
 	for _, o := range opts {
 		o(s)
 	}
@@ -112,7 +124,11 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 		Namespace: "freshen", Subsystem: "http", Name: "requests_total",
 		Help: "HTTP requests served, by route and status code.",
 	}, []string{"route", "code"})
-	s.registry.MustRegister(s.requests)
+	s.refused = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "freshen", Subsystem: "http", Name: "large_responses_refused_total",
+		Help: "Large responses answered 503 because the bodies being written at once had reached their bound in bytes.",
+	})
+	s.registry.MustRegister(s.requests, s.refused)
 
 	s.mux = http.NewServeMux()
 	s.handle("GET /healthz", s.handleHealth)
@@ -154,7 +170,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	r = r.WithContext(ctx)
 	h, pattern := s.mux.Handler(r)
-	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK, server: s}
+	defer sw.give()
 	switch {
 	case pattern != "":
 		s.mux.ServeHTTP(sw, r)
@@ -232,15 +249,44 @@ func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
 func (r *recorder) WriteHeader(code int)        { r.code = code }
 
-// statusWriter remembers the status code written.
+// statusWriter remembers the status code written, and keeps the bytes of
+// its server's budget the request holds (see reserve and writeJSON).
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code   int
+	server *Server
+	held   int64
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	w.code = code
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// take replaces what the request holds of the budget with n bytes, and
+// reports whether there was room for them; when there was not, it holds
+// nothing and counts the refusal.
+func (w *statusWriter) take(n int64) bool {
+	w.give()
+	if !w.server.large.take(n) {
+		w.server.refused.Inc()
+		return false
+	}
+	w.held = n
+	return true
+}
+
+// give returns what the request holds of the budget.
+func (w *statusWriter) give() {
+	w.server.large.give(w.held)
+	w.held = 0
+}
+
+// refuse answers 503 with Retry-After: the budget has no room.
+func (w *statusWriter) refuse() {
+	w.Header().Set("Retry-After", retryAfter)
+	writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf(
+		"the server is writing %s of large answers at once, its most; try again", byteCount(w.server.large.max))})
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -326,13 +372,39 @@ func ended(ctx context.Context, err error) bool {
 // code. Nothing is indented and embedded JSON (payloads) is written as
 // stored, without whitespace, so a response is never larger than what it
 // shows by more than its fixed members; HTML characters are not escaped.
+//
+// The body is encoded whole before anything is sent. Written through
+// ServeHTTP, a body over 64 KiB holds its size of the server's budget,
+// in place of what the request reserved, until its client has read it;
+// when the budget has no room, the answer is a 503 with Retry-After
+// instead.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only a value the package built wrongly fails to encode.
+		code = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"internal error"}` + "\n")
+	}
+	if sw, ok := w.(*statusWriter); ok {
+		n := int64(buf.Len())
+		if n <= smallResponse {
+			n = 0
+		}
+		if !sw.take(n) {
+			buf = bytes.Buffer{}
+			sw.refuse()
+			return
+		}
+		defer sw.give()
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // the client went away; nothing to tell it
+	_, _ = w.Write(buf.Bytes()) // the client went away; nothing to tell it
 }
 
 // handleHealth answers 200 {"status": "ok"} when every check passes, else
