@@ -11,7 +11,10 @@
 #   3. dead letters: 300 entries of 900 KB; one GET /dead?limit=1000, then 4
 #      at once: serve's peak RSS and CPU;
 #   4. a flood: 1,000 malformed outcomes of 900 KB, which serve sets aside:
-#      the memory Redis uses after them.
+#      the memory Redis uses after them;
+#   5. readers that do not read: on the models of case 1, 200 clients ask
+#      for GET /models?limit=1000 at once and read nothing for 5 seconds:
+#      serve's peak RSS, and how many pages it sent and refused (503).
 #
 # It needs DATABASE_URL, REDIS_URL (with-servers.sh sets them), redis-cli,
 # psql, curl and python3. The binary defaults to bin/freshen; pass another
@@ -95,6 +98,29 @@ get 1 '/models?limit=1000'
 echo "pages: one page of 1,000 models with 60 KB payloads: serve's peak RSS $(hwm)"
 get 8 '/models?limit=1000'
 echo "pages: then 8 at once: serve's peak RSS $(hwm), CPU $(cpu) in all"
+stop_serve
+start_serve
+python3 - "$addr" 200 >"$work/stalled" <<'PY'
+import socket, sys, time
+host, port = sys.argv[1].split(':')
+socks = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
+    s.connect((host, int(port)))
+    s.sendall(b'GET /models?limit=1000 HTTP/1.1\r\nHost: x\r\n\r\n')
+    socks.append(s)
+time.sleep(5)
+codes = {}
+for s in socks:
+    s.settimeout(5)
+    head = s.recv(64).split(b' ')
+    code = head[1].decode() if len(head) > 1 else 'none'
+    codes[code] = codes.get(code, 0) + 1
+    s.close()
+print(', '.join('%s x %d' % kv for kv in sorted(codes.items())))
+PY
+echo "readers: 200 clients that do not read a page of 1,000: answered $(cat "$work/stalled"); serve's peak RSS $(hwm)"
 stop_serve
 
 fresh

@@ -614,18 +614,20 @@ func printHostile(out io.Writer, r bench.HostileResult) {
 		fmt.Fprintf(out, "  (first run the client could not finish: %s)\n", l.FirstError)
 	}
 	c := r.Crowd
-	fmt.Fprintf(out, "\ncrowd: %s models with payloads of %d KiB (the limit) due at once, run by a worker, then a bulk dry run and a bulk pause of them all, and 8 clients list them all at once (GET /models, pages of 1,000)\n",
-		benchNumber(float64(c.Models), 0), c.PayloadBytes>>10)
+	fmt.Fprintf(out, "\ncrowd: %s models with payloads of %d KiB (the limit) due at once, run by a worker, then a bulk dry run and a bulk pause of them all, 8 clients list them all at once (GET /models, pages of 1,000), and %d clients ask for a page of 1,000 at once and do not read it\n",
+		benchNumber(float64(c.Models), 0), c.PayloadBytes>>10, c.Stalled)
 	benchRow(out, "time from due to the last success", benchSec(c.Done), "", true)
+	benchRow(out, "clients that do not read: got a page", benchNumber(float64(c.StalledPages), 0), "", true)
+	benchRow(out, "clients that do not read: answered 503", benchNumber(float64(c.StalledRefused), 0), "", true)
 	benchRow(out, "peak RSS of freshen serve", benchMB(c.PeakRSS), "<= "+benchMB(targetRSS), c.PeakRSS <= targetRSS)
 	if c.PeakNote != "" {
 		fmt.Fprintf(out, "  (peak RSS: %s)\n", c.PeakNote)
 	}
 	fmt.Fprintf(out, "  (load average before %s, after %s)\n", r.LoadBefore, r.LoadAfter)
-	fmt.Fprintf(out, "RESULT system=freshen mode=hostile next_max_us=%.1f pass_max_us=%.1f repro_cpu_max_ms=%.2f repro_retained_max_kb=%d unexpected=%d loop_runs=%d loop_unexpected=%d loop_serve_hwm_kb=%d loop_serve_cpu_s=%.2f quiet_p99_ms=%.1f attack_p99_ms=%.1f quiet_applied_per_s=%.1f attack_applied_per_s=%.1f attack_started=%d attack_due=%d crowd_serve_hwm_kb=%d load=%s\n",
+	fmt.Fprintf(out, "RESULT system=freshen mode=hostile next_max_us=%.1f pass_max_us=%.1f repro_cpu_max_ms=%.2f repro_retained_max_kb=%d unexpected=%d loop_runs=%d loop_unexpected=%d loop_serve_hwm_kb=%d loop_serve_cpu_s=%.2f quiet_p99_ms=%.1f attack_p99_ms=%.1f quiet_applied_per_s=%.1f attack_applied_per_s=%.1f attack_started=%d attack_due=%d crowd_serve_hwm_kb=%d crowd_stalled_pages=%d crowd_stalled_refused=%d load=%s\n",
 		us(n.Worst.Max), us(n.PassMax), ms(worstCPU), worstRetained>>10, unexpected, l.Runs, l.Unexpected, l.PeakRSS>>10, l.ServeCPU.Seconds(),
 		ms(l.Quiet.P99), ms(l.Attack.P99), l.Quiet.AppliedPerSec(), l.Attack.AppliedPerSec(), l.Attack.Started, l.Attack.Due,
-		c.PeakRSS>>10, strings.ReplaceAll(r.LoadBefore, " ", ","))
+		c.PeakRSS>>10, c.StalledPages, c.StalledRefused, strings.ReplaceAll(r.LoadBefore, " ", ","))
 }
 
 func verdict(ok bool) string {

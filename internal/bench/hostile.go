@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -335,15 +338,19 @@ func (b *Bench) Hostile(ctx context.Context, cfg HostileConfig) (HostileResult, 
 // CrowdResult holds the figures of the crowd phase: Models models whose
 // payloads are at the limit (PayloadBytes each) come due at once and a
 // worker runs them (Done is the time from due to the last success); then
-// a bulk dry run and a bulk pause act on all of them, and crowdListers
-// clients list them all at once. PeakRSS is serve's
+// a bulk dry run and a bulk pause act on all of them, crowdListers
+// clients list them all at once, and crowdStalled clients ask for a page
+// of them at once and do not read it. PeakRSS is serve's
 // peak resident set size over the phase: VmHWM reset at its start, or else
 // (PeakNote says why) the largest VmRSS sampled.
 type CrowdResult struct {
 	Models, PayloadBytes int
 	Done                 time.Duration
-	PeakRSS              int64
-	PeakNote             string
+	// Stalled clients then ask for a page of 1,000 at once and read
+	// none of it: StalledPages got a page, StalledRefused a 503.
+	Stalled, StalledPages, StalledRefused int
+	PeakRSS                               int64
+	PeakNote                              string
 }
 
 // crowdTimeout is how long the crowd phase waits for its models to
@@ -353,6 +360,81 @@ const crowdTimeout = 5 * time.Minute
 // crowdListers is how many clients list every model of the crowd at once,
 // pages of 1,000, at the end of the crowd phase.
 const crowdListers = 8
+
+// crowdStalled is how many clients ask for a page of 1,000 models at once
+// at the end of the crowd phase and do not read it.
+const crowdStalled = 200
+
+// stalledWait bounds how long stalledReaders waits for the heads of the
+// answers.
+const stalledWait = time.Minute
+
+// stalledReaders opens n connections that each ask for GET
+// /models?limit=1000 with a receive buffer of 4 KiB and read only the
+// head of the answer: a 503 is read whole, a page is left unread. Once
+// every connection has its head, it closes them all, and returns how many
+// got a page and how many a 503.
+func (h *hostile) stalledReaders(ctx context.Context, n int) (pages, refused int, err error) {
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := d.DialContext(ctx, "tcp", h.serve.addr)
+		if err != nil {
+			return 0, 0, err
+		}
+		conns = append(conns, c)
+		if _, err := io.WriteString(c, "GET /models?limit=1000 HTTP/1.1\r\nHost: bench\r\n\r\n"); err != nil {
+			return 0, 0, err
+		}
+	}
+	codes := make([]int, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	deadline := h.b.clock.Now().Add(stalledWait)
+	for i, c := range conns {
+		wg.Go(func() {
+			if errs[i] = c.SetReadDeadline(deadline); errs[i] != nil {
+				return
+			}
+			resp, err := http.ReadResponse(bufio.NewReaderSize(c, 4096), nil)
+			if errs[i] = err; err != nil {
+				return
+			}
+			codes[i] = resp.StatusCode
+			if resp.StatusCode != http.StatusOK {
+				_, errs[i] = io.Copy(io.Discard, resp.Body)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, fmt.Errorf("stalled readers: %w", err)
+	}
+	for _, code := range codes {
+		switch code {
+		case http.StatusOK:
+			pages++
+		case http.StatusServiceUnavailable:
+			refused++
+		default:
+			return 0, 0, fmt.Errorf("stalled readers: answered %d", code)
+		}
+	}
+	return pages, refused, nil
+}
 
 // listAll lists the models (GET /models, pages of 1,000, through the API's
 // Go client) until the last page, and returns how many of them have an id
@@ -455,6 +537,10 @@ func (h *hostile) crowd(ctx context.Context, poolCfg *pgxpool.Config) (CrowdResu
 		if err != nil {
 			return res, fmt.Errorf("crowd: list the models: %w", err)
 		}
+	}
+	res.Stalled = crowdStalled
+	if res.StalledPages, res.StalledRefused, err = h.stalledReaders(ctx, crowdStalled); err != nil {
+		return res, fmt.Errorf("crowd: %w", err)
 	}
 	if res.PeakRSS = sampler.stop(); res.PeakNote == "" {
 		if res.PeakRSS, err = peakRSS(h.serve.pid()); err != nil {
