@@ -70,7 +70,7 @@ func TestLargeResponsesBounded(t *testing.T) {
 		rec := b.raw(t, "GET", path, "")
 		require.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
 		require.Equal(t, "1", rec.Header().Get("Retry-After"))
-		require.JSONEq(t, `{"error": "the server is writing 250 KiB of large answers at once, its most; try again"}`, rec.Body.String())
+		require.JSONEq(t, `{"error": "the server holds 250 KiB of large answers at once, its most; try again"}`, rec.Body.String())
 	}
 	refused("/models?limit=1") // the reservation of a page
 	refused("/models/m4")      // an answer of 65 KB

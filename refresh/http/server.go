@@ -85,12 +85,12 @@ func WithHealthCheck(name string, fn func(context.Context) error) Option {
 // header. The body's read is bounded by the http.Server's ReadTimeout.
 func WithRequestTimeout(d time.Duration) Option { return func(s *Server) { s.timeout = d } }
 
-// WithResponseBytes bounds the bytes of the large response bodies (over
-// 64 KiB) written at once to n (default DefaultResponseBytes). A body
-// stays in memory until its client has read it; a large answer that would
-// go past the bound, with others being written, is answered 503 with a
-// Retry-After header instead. One body alone is written whatever its
-// size.
+// WithResponseBytes bounds the memory of large answers to n bytes
+// (default DefaultResponseBytes): the bodies over 64 KiB being written,
+// each held until its client has read it, and the pages of models being
+// read, which reserve 8 MiB each. A large answer that would go past the
+// bound, with others in flight, is answered 503 with a Retry-After header
+// instead; one alone is written whatever its size.
 func WithResponseBytes(n int64) Option { return func(s *Server) { s.large.max = n } }
 
 // WithAuth makes every route but /healthz need a bearer token that a
@@ -126,7 +126,7 @@ func NewServer(svc *refresh.Service, opts ...Option) *Server {
 	}, []string{"route", "code"})
 	s.refused = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "freshen", Subsystem: "http", Name: "large_responses_refused_total",
-		Help: "Large responses answered 503 because the bodies being written at once had reached their bound in bytes.",
+		Help: "Large answers refused with 503 because the large answers in flight held their bound in bytes (--http-response-mib).",
 	})
 	s.registry.MustRegister(s.requests, s.refused)
 
@@ -286,7 +286,7 @@ func (w *statusWriter) give() {
 func (w *statusWriter) refuse() {
 	w.Header().Set("Retry-After", retryAfter)
 	writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf(
-		"the server is writing %s of large answers at once, its most; try again", byteCount(w.server.large.max))})
+		"the server holds %s of large answers at once, its most; try again", byteCount(w.server.large.max))})
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -394,7 +394,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 			n = 0
 		}
 		if !sw.take(n) {
-			buf = bytes.Buffer{}
 			sw.refuse()
 			return
 		}
