@@ -10,18 +10,31 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
 
 // Client calls the API of a Server over HTTP, one method per route. An
 // answer with an error status is an *APIError that carries the API's
-// message and field errors.
+// message and field errors. A read (GET) answered 503 with a Retry-After
+// of a few seconds is sent again after that wait, up to getAttempts times
+// in all: the server asks for that when it holds as many large answers
+// as it may, or when its store is briefly unavailable.
 type Client struct {
 	base  *url.URL
 	token string
 	http  *http.Client
+	clock refresh.Clock
 }
+
+// getAttempts is how many times a read is sent at most; maxRetryAfter is
+// the longest Retry-After the client waits for (a longer one ends the
+// read with the 503).
+const (
+	getAttempts   = 4
+	maxRetryAfter = 5 * time.Second
+)
 
 // NewClient returns a client of the API at baseURL ("http://host:port",
 // or "host:port" for plain HTTP) that sends token as its bearer token (""
@@ -44,7 +57,7 @@ func NewClient(baseURL, token string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{base: u, token: token, http: hc}, nil
+	return &Client{base: u, token: token, http: hc, clock: refresh.SystemClock{}}, nil
 }
 
 // APIError is an answer of the API with an error status.
@@ -270,8 +283,26 @@ func modelPath(id string) string { return "/models/" + url.PathEscape(id) }
 const maxAnswerBytes = 256 << 20
 
 // do sends a request and decodes a successful answer into out (nil: the
-// body is dropped). It returns the status code.
+// body is dropped). It returns the status code. A GET answered 503 with a
+// Retry-After of at most maxRetryAfter is sent again after it, up to
+// getAttempts times in all.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body []byte, out any) (int, error) {
+	for attempt := 1; ; attempt++ {
+		code, wait, err := c.send(ctx, method, path, q, body, out)
+		if method != http.MethodGet || wait == 0 || attempt == getAttempts {
+			return code, err
+		}
+		select {
+		case <-ctx.Done():
+			return code, err
+		case <-c.clock.After(wait):
+		}
+	}
+}
+
+// send is one attempt of do. wait is the answer's Retry-After when it is
+// a 503 that asks for a wait of at most maxRetryAfter, else 0.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, body []byte, out any) (code int, wait time.Duration, err error) {
 	target := c.base.String() + path // path is escaped
 	if len(q) > 0 {
 		target += "?" + q.Encode()
@@ -282,7 +313,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, r)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -293,12 +324,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return resp.StatusCode, 0, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 400 {
 		var e errorBody
@@ -312,13 +343,18 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 				e.Error += ": " + text
 			}
 		}
-		return resp.StatusCode, &APIError{StatusCode: resp.StatusCode, Message: e.Error, Fields: e.Fields}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 && time.Duration(secs)*time.Second <= maxRetryAfter {
+				wait = time.Duration(secs) * time.Second
+			}
+		}
+		return resp.StatusCode, wait, &APIError{StatusCode: resp.StatusCode, Message: e.Error, Fields: e.Fields}
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return resp.StatusCode, nil
+		return resp.StatusCode, 0, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return resp.StatusCode, 0, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, 0, nil
 }

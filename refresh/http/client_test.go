@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,4 +200,85 @@ func TestTimeJSON(t *testing.T) {
 	}
 	var bad refreshhttp.Time
 	require.Error(t, json.Unmarshal([]byte(`"yesterday"`), &bad))
+}
+
+// waitsClock is a clock whose After records the wait and fires at once.
+type waitsClock struct {
+	refresh.SystemClock
+	waits []time.Duration
+}
+
+func (c *waitsClock) After(d time.Duration) <-chan time.Time {
+	c.waits = append(c.waits, d)
+	ch := make(chan time.Time, 1)
+	ch <- time.Time{}
+	return ch
+}
+
+// TestClientRetriesReads: a GET answered 503 with a Retry-After of a few
+// seconds is sent again after it, 4 times at most; a write, or a wait
+// longer than 5 seconds, is not.
+func TestClientRetriesReads(t *testing.T) {
+	t.Parallel()
+	var (
+		mu         sync.Mutex // the handler runs on the server's goroutines
+		requests   []string
+		busy       int
+		retryAfter = "1"
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		requests = append(requests, r.Method+" "+r.URL.Path)
+		if busy > 0 {
+			busy--
+			w.Header().Set("Retry-After", retryAfter)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error": "busy; try again"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"models": [{"id": "m1"}], "next": ""}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := refreshhttp.NewClient(srv.URL, "", srv.Client())
+	require.NoError(t, err)
+	clock := &waitsClock{}
+	refreshhttp.SetClientClock(c, clock)
+	ctx := context.Background()
+	attempts := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := len(requests)
+		requests = nil
+		return n
+	}
+	set := func(b int, after string) {
+		mu.Lock()
+		defer mu.Unlock()
+		busy, retryAfter = b, after
+	}
+
+	set(3, "1")
+	page, err := c.List(ctx, refreshhttp.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Models, 1)
+	require.Equal(t, 4, attempts())
+	require.Equal(t, []time.Duration{time.Second, time.Second, time.Second}, clock.waits)
+
+	set(4, "1")
+	_, err = c.List(ctx, refreshhttp.ListOptions{})
+	require.Equal(t, refresh.EUNAVAILABLE, refresh.ErrorCode(err))
+	require.EqualError(t, err, "busy; try again")
+	require.Equal(t, 4, attempts(), "4 attempts at most")
+
+	set(1, "1")
+	_, err = c.Act(ctx, "m1", "pause")
+	require.Equal(t, refresh.EUNAVAILABLE, refresh.ErrorCode(err))
+	require.Equal(t, 1, attempts(), "a write is sent once")
+
+	set(1, "6")
+	_, err = c.List(ctx, refreshhttp.ListOptions{})
+	require.Equal(t, refresh.EUNAVAILABLE, refresh.ErrorCode(err))
+	require.Equal(t, 1, attempts(), "a wait longer than 5s is not waited for")
 }
