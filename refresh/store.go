@@ -107,7 +107,8 @@ type Store interface {
 // holds (but for the first, which is read whatever its size): the models
 // one ClaimDue call passes to fn, of which a scheduler pass holds a few
 // copies at once (as read, and in the jobs it pushes), and a page of
-// models listed with Filter.BoundPayloads. A crowd of models with large
+// models listed with Filter.BoundPayloads (which also reads the model that
+// ends it, one past the bound). A crowd of models with large
 // payloads then costs a pass or a request no more memory than this bound,
 // however many models a batch or a page may hold.
 const BatchPayloadBytes = 4 << 20
