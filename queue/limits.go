@@ -33,7 +33,7 @@ const (
 )
 
 // batchBytes is how many bytes of messages one receive of outcomes, or
-// one take of jobs, moves at most (see moveLua): those of 8 messages at
+// one take of jobs, moves at most (see lua/move.lua): those of 8 messages at
 // the size limit. A crowd of large messages then costs a consumer or a
 // worker no more memory than that, however many messages it may take at
 // once.

@@ -18,7 +18,7 @@ import (
 // source to taken, oldest first, while they add up to at most bytes (the
 // first one whatever its size).
 func move(ctx context.Context, c redis.Scripter, source, taken, set, member string, max, bytes int, now time.Time) ([]string, error) {
-	res, err := moveScript.Run(ctx, c, []string{source, taken, set}, max, now.UnixMilli(), member, bytes).StringSlice()
+	res, err := moveScript.Run(ctx, c, []string{source, taken, set}, max, bytes, now.UnixMilli(), member).StringSlice()
 	if err != nil && err != redis.Nil {
 		return nil, err
 	}

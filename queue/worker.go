@@ -629,7 +629,7 @@ func (w *Worker) takeJobs(ctx context.Context, i, n int) ([]*task, error) {
 // working, atomically, while they add up to at most bytes (the first one
 // whatever its size), and returns them oldest first.
 func takeBatch(ctx context.Context, c redis.Scripter, jobs, working string, n, bytes int) ([]string, error) {
-	raws, err := takeScript.Run(ctx, c, []string{jobs, working}, n, bytes).StringSlice()
+	raws, err := moveScript.Run(ctx, c, []string{jobs, working}, n, bytes).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
