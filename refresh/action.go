@@ -8,8 +8,8 @@ import (
 // This file holds docs/transitions.md's actions: Trigger, Enable, Pause,
 // Resume, Cancel and Delete, asked for through the API or the simulator;
 // the causes of a trigger and how each action meets the state of section
-// 6 (a debounce window, a snooze, a slot wait); and Edit, a write of the
-// definition without trigger.
+// 6 (a debounce window, a snooze, a slot wait); and Update, a write of
+// the definition, with Edit, what it does to the run state.
 
 // Trigger asks for a refresh now ("the model changed"): disabled state,
 // counters and streak are cleared, a running attempt is superseded (its
@@ -32,7 +32,7 @@ func Trigger(m Model, now time.Time) (Model, Decision) { return TriggerFrom(m, "
 func TriggerFrom(m Model, cause string, now time.Time) (Model, Decision) {
 	if cause == CauseUpstream && m.Disabled() {
 		return m, Decision{Event: EventTrigger, Rule: "trigger", Cause: cause, Unchanged: true,
-			Why: "disabled: an upstream trigger leaves it disabled (an enable or an API trigger clears it)"}
+			Why: "disabled: an upstream trigger leaves it disabled (an enable, an API trigger or an update of its definition clears it)"}
 	}
 	if m.Policy.Debounced() {
 		return DebounceTrigger(m, cause, now)
@@ -147,7 +147,7 @@ func Delete(m Model) (Model, Decision) {
 // PATCH) without trigger does; the caller sets the other fields of the
 // definition (queue, payload, upstreams) itself. It publishes no event:
 // its Decision.Event is "" and Why says what the edit changed besides the
-// policy, for logs. A write with trigger: true calls Edit, then Trigger.
+// policy, for logs. Update calls it for every write of an existing model.
 //
 //   - An idle model that is neither disabled nor in a round (attempt_no 0)
 //     nor snoozed is planned at first(now) of the new policy (its schedule
@@ -187,6 +187,46 @@ func Edit(m Model, p Policy, now time.Time) (Model, Decision) {
 	d := Decision{Rule: "edit", Why: "definition written"}
 	if len(why) > 0 {
 		d.Why += "; " + strings.Join(why, "; ")
+	}
+	return m, d
+}
+
+// Update writes the definition def into m at now, as a PUT or PATCH of an
+// existing model does, trigger being the write's "trigger": true.
+//
+//   - A write that changes the definition of a disabled model (any field
+//     DefinitionChanges names: queue, payload, policy, upstreams) re-enables
+//     it: the customer replaced what was broken. It takes effect as a
+//     trigger with no cause (TriggerFrom), so it clears the disabled state,
+//     counters and streak and plans a start now, or, when def's policy has
+//     trigger_debounce, joins the debounce window, which clears them when
+//     it takes effect. The decision is an update event (rule
+//     "update.disabled"), then the trigger's in Decision.Also; trigger
+//     asks for nothing more.
+//   - Otherwise the model keeps its run state (Edit), and with trigger is
+//     triggered (Trigger), whose decision is returned; without trigger the
+//     decision is Edit's, with no event, and a disabled model stays
+//     disabled.
+//
+// The caller checks def first, as for Edit.
+func Update(m Model, def Definition, trigger bool, now time.Time) (Model, Decision) {
+	before := m
+	m.Queue, m.Payload, m.Upstreams, m.UpstreamsMode = def.Queue, def.Payload, def.Upstreams, def.UpstreamsMode
+	m, d := Edit(m, def.Policy, now)
+	if before.Disabled() {
+		if changes := DefinitionChanges(before, m); len(changes) > 0 {
+			fields := make([]string, len(changes))
+			for i, c := range changes {
+				fields[i] = c.Field
+			}
+			var td Decision
+			m, td = TriggerFrom(m, "", now)
+			return m, Decision{Event: EventUpdate, Rule: "update.disabled", Also: &td,
+				Why: "the definition of the disabled model changed (" + strings.Join(fields, ", ") + "): it is re-enabled by a trigger"}
+		}
+	}
+	if trigger {
+		return Trigger(m, now)
 	}
 	return m, d
 }

@@ -1,7 +1,7 @@
 package refresh
 
 // Lifecycle names: how the events stream names its entries and webhooks
-// name their events. Most events keep their type (create, status,
+// name their events. Most events keep their type (create, update, status,
 // trigger, pause, resume, cancel, stale, debounce, wait, freshness_lost,
 // freshness_restored); the others are named for what happened to the
 // model (docs/transitions.md: an event skip is published as
@@ -22,7 +22,7 @@ const (
 // LifecycleNames are every name Lifecycle returns, in the order of
 // the docs.
 var LifecycleNames = []string{
-	EventCreate, LifecycleStarted, LifecycleSucceeded, LifecycleRecovered, LifecycleFailed,
+	EventCreate, EventUpdate, LifecycleStarted, LifecycleSucceeded, LifecycleRecovered, LifecycleFailed,
 	LifecycleRetryScheduled, LifecycleDisabled, LifecycleEnabled, EventStale, EventStatus, EventTrigger,
 	EventPause, EventResume, EventCancel, LifecycleDeleted, LifecycleSkipped, LifecycleSnoozed,
 	EventDebounce, EventWait, EventFreshnessLost, EventFreshnessRestored,

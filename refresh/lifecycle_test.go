@@ -30,6 +30,7 @@ func TestLifecycle(t *testing.T) {
 		{refresh.Event{Type: refresh.EventSkip}, []string{"skipped"}},
 		{refresh.Event{Type: refresh.EventSnooze}, []string{"snoozed"}},
 		{refresh.Event{Type: refresh.EventCreate}, []string{"create"}},
+		{refresh.Event{Type: refresh.EventUpdate}, []string{"update"}},
 		{refresh.Event{Type: refresh.EventPause}, []string{"pause"}},
 		{refresh.Event{Type: refresh.EventCancel}, []string{"cancel"}},
 		{refresh.Event{Type: refresh.EventDebounce}, []string{"debounce"}},

@@ -135,8 +135,9 @@ func DefinitionTag(m Model) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// definition is what a write sets: a checked queue, payload and policy.
-type definition struct {
+// Definition is what a PUT or PATCH writes: a model's queue, payload,
+// policy and upstreams, checked.
+type Definition struct {
 	Queue         string
 	Payload       json.RawMessage
 	Policy        Policy
@@ -148,9 +149,10 @@ type definition struct {
 // and policy. What the request leaves out takes its default (queue
 // "default", no payload, the default policy) whatever the model had; use
 // Patch to change part of it. A new model gets its first plan (Create) and
-// created is true. A replaced model keeps its state; when it is idle,
-// enabled and not in a retry round, its next run is re-planned under the
-// new schedule. Trigger then refreshes it at once.
+// created is true. A replaced model is updated (Update): it keeps its
+// state, its next run re-planned under the new schedule when it is idle,
+// enabled and not in a retry round, but a disabled model whose definition
+// changes is re-enabled and triggered. Trigger then refreshes it at once.
 //
 // Every broken rule is reported, each named by its field, at most
 // Limits.MaxFieldErrors of them. A schedule that is set (on create, or
@@ -162,7 +164,7 @@ func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) 
 		return Model{}, false, err
 	}
 	m, created, err := s.write(ctx, req.ID, false, req.IfMatch, req.IfNoneMatch, req.Trigger,
-		func(*Model) (definition, error) { return def, nil })
+		func(*Model) (Definition, error) { return def, nil })
 	if err != nil {
 		return Model{}, false, fmt.Errorf("put model %s: %w", req.ID, err)
 	}
@@ -195,23 +197,23 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 	if len(errs) > 0 {
 		return Model{}, &ValidationError{Fields: errs}
 	}
-	m, _, err := s.write(ctx, req.ID, true, req.IfMatch, nil, req.Trigger, func(old *Model) (definition, error) {
+	m, _, err := s.write(ctx, req.ID, true, req.IfMatch, nil, req.Trigger, func(old *Model) (Definition, error) {
 		queue, payload := old.Queue, old.Payload
 		policy, err := json.Marshal(old.Policy)
 		if err != nil {
-			return definition{}, err
+			return Definition{}, err
 		}
 		if req.Queue != nil {
 			queue = DefaultQueue
 			if !isNull(req.Queue) && json.Unmarshal(req.Queue, &queue) != nil {
-				return definition{}, &ValidationError{Fields: []FieldError{{Field: "queue", Rule: "must be a string, got " + shortJSON(req.Queue)}}}
+				return Definition{}, &ValidationError{Fields: []FieldError{{Field: "queue", Rule: "must be a string, got " + shortJSON(req.Queue)}}}
 			}
 		}
 		if req.Payload != nil {
 			payload = nil
 			if !isNull(req.Payload) {
 				if payload, err = mergePatch(old.Payload, req.Payload); err != nil {
-					return definition{}, err
+					return Definition{}, err
 				}
 			}
 		}
@@ -220,10 +222,10 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 			case isNull(req.Policy):
 				policy = []byte("{}")
 			case !isObject(req.Policy):
-				return definition{}, &ValidationError{Fields: []FieldError{{Field: "policy", Rule: "must be an object, got " + shortJSON(req.Policy)}}}
+				return Definition{}, &ValidationError{Fields: []FieldError{{Field: "policy", Rule: "must be an object, got " + shortJSON(req.Policy)}}}
 			default:
 				if policy, err = mergePatch(policy, req.Policy); err != nil {
-					return definition{}, err
+					return Definition{}, err
 				}
 			}
 		}
@@ -231,13 +233,13 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 		if req.Upstreams != nil {
 			upstreams = nil
 			if !isNull(req.Upstreams) && json.Unmarshal(req.Upstreams, &upstreams) != nil {
-				return definition{}, &ValidationError{Fields: []FieldError{{Field: "upstreams", Rule: "must be an array of model ids, got " + shortJSON(req.Upstreams)}}}
+				return Definition{}, &ValidationError{Fields: []FieldError{{Field: "upstreams", Rule: "must be an array of model ids, got " + shortJSON(req.Upstreams)}}}
 			}
 		}
 		if req.UpstreamsMode != nil {
 			mode = ""
 			if !isNull(req.UpstreamsMode) && json.Unmarshal(req.UpstreamsMode, &mode) != nil {
-				return definition{}, &ValidationError{Fields: []FieldError{{Field: "upstreams_mode", Rule: "must be a string, got " + shortJSON(req.UpstreamsMode)}}}
+				return Definition{}, &ValidationError{Fields: []FieldError{{Field: "upstreams_mode", Rule: "must be a string, got " + shortJSON(req.UpstreamsMode)}}}
 			}
 		}
 		return s.check(req.ID, queue, payload, policy, upstreams, mode)
@@ -252,7 +254,7 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 // or a *ValidationError listing at most Limits.MaxFieldErrors broken rules.
 // An empty queue is the default queue, an empty or null payload none, an
 // empty policy the default policy.
-func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstreams []string, mode string) (definition, error) {
+func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstreams []string, mode string) (Definition, error) {
 	lim := s.Limits.orDefault()
 	var errs []FieldError
 	if !ValidID(id) {
@@ -278,7 +280,7 @@ func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstr
 	if err != nil {
 		var v *ValidationError
 		if !errors.As(err, &v) {
-			return definition{}, err
+			return Definition{}, err
 		}
 		errs = append(errs, policyFields(v.Fields)...)
 		more = v.More
@@ -286,13 +288,13 @@ func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstr
 	if err := CheckUpstreams(id, upstreams, mode, 0); err != nil {
 		var v *ValidationError
 		if !errors.As(err, &v) {
-			return definition{}, err
+			return Definition{}, err
 		}
 		errs = append(errs, v.Fields...)
 	}
 	if len(errs) > 0 {
 		shown := min(len(errs), max(lim.MaxFieldErrors, 1))
-		return definition{}, &ValidationError{Fields: errs[:shown], More: more + len(errs) - shown}
+		return Definition{}, &ValidationError{Fields: errs[:shown], More: more + len(errs) - shown}
 	}
 	if mode == UpstreamsAll || len(upstreams) == 0 {
 		mode = "" // the default, stored as such
@@ -300,7 +302,7 @@ func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstr
 	if len(upstreams) == 0 {
 		upstreams = nil
 	}
-	return definition{Queue: queue, Payload: payload, Policy: p, Upstreams: upstreams, UpstreamsMode: mode}, nil
+	return Definition{Queue: queue, Payload: payload, Policy: p, Upstreams: upstreams, UpstreamsMode: mode}, nil
 }
 
 // checkPayload returns the rule payload breaks, if any: it must be at most
@@ -341,7 +343,7 @@ func policyFields(fields []FieldError) []FieldError {
 // build (old is nil for a model that does not exist) and writes it. With
 // mustExist, an unknown model is ENOTFOUND (before any precondition).
 func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch, ifNoneMatch []string, trigger bool,
-	build func(old *Model) (definition, error)) (Model, bool, error) {
+	build func(old *Model) (Definition, error)) (Model, bool, error) {
 	var out Model
 	var created bool
 	var ch changes
@@ -385,13 +387,9 @@ func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch,
 				Payload: def.Payload, Policy: def.Policy}, trigger, now)
 			ch.add(Model{ID: id}, m, d, now)
 		} else {
-			before := *old
-			m = before
-			m.Queue, m.Payload, m.Upstreams, m.UpstreamsMode = def.Queue, def.Payload, def.Upstreams, def.UpstreamsMode
-			m, _ = Edit(m, def.Policy, now)
-			if trigger {
-				m, d = Trigger(m, now)
-				ch.add(before, m, d, now)
+			m, d = Update(*old, def, trigger, now)
+			if d.Event != "" {
+				ch.add(*old, m, d, now)
 			} else {
 				ch.put(Change{Model: m})
 			}
@@ -401,8 +399,9 @@ func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch,
 			if old != nil {
 				before = *old
 			}
-			e.Changes, e.Trigger = DefinitionChanges(before, m), trigger
-			if created || trigger || len(e.Changes) > 0 { // a write that changes nothing is no news
+			// A write that re-enables a disabled model triggers it too.
+			e.Changes, e.Trigger = DefinitionChanges(before, m), trigger || d.Event == EventUpdate
+			if created || e.Trigger || len(e.Changes) > 0 { // a write that changes nothing is no news
 				ch.Audit = append(ch.Audit, e)
 			}
 		}

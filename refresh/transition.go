@@ -36,6 +36,10 @@ const (
 	EventResume  = "resume"
 	EventCancel  = "cancel"
 	EventDelete  = "delete"
+	// EventUpdate: a PUT or PATCH changed the definition of a disabled
+	// model, which re-enables it; the trigger follows (Decision.Also).
+	// Other writes of the definition publish no event.
+	EventUpdate = "update"
 
 	// Events of the extensions (docs/policy.md).
 
@@ -148,7 +152,8 @@ type Decision struct {
 	Missed int
 	// Also is a second event the same transition publishes right after
 	// this one, with the same state: freshness_restored after the success
-	// that ends an episode. Its own Also is nil.
+	// that ends an episode, the trigger after the update that re-enables a
+	// disabled model. Its own Also is nil.
 	Also *Decision
 }
 

@@ -1342,6 +1342,14 @@ func TestDecisionExplainsItself(t *testing.T) {
 		}},
 		{refresh.EventTrigger, func() refresh.Decision { _, d := refresh.Trigger(run, later); return d }},
 		{refresh.EventEnable, func() refresh.Decision { _, d := refresh.Enable(disabled, later); return d }},
+		{refresh.EventUpdate, func() refresh.Decision {
+			_, d := refresh.Update(disabled, refresh.Definition{Queue: "other", Policy: disabled.Policy}, false, later)
+			return d
+		}},
+		{"", func() refresh.Decision {
+			_, d := refresh.Update(idle, refresh.Definition{Queue: "other", Policy: idle.Policy}, false, later)
+			return d
+		}},
 		{refresh.EventEnable, func() refresh.Decision { _, d := refresh.Enable(idle, later); return d }},
 		{refresh.EventPause, func() refresh.Decision { _, d := refresh.Pause(idle); return d }},
 		{refresh.EventResume, func() refresh.Decision { _, d := refresh.Resume(idle, later); return d }},

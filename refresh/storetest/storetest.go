@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"ClaimPayloadBytes":     testClaimPayloadBytes,
 		"ListBoundPayloads":     testListBoundPayloads,
 		"Events":                testEvents,
+		"UpdateReEnables":       testUpdateReEnables,
 
 		"ExtensionFields":     testExtensionFields,
 		"ClaimDueByDueAt":     testClaimDueByDueAt,
