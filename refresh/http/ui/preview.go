@@ -151,8 +151,11 @@ func (h *Handler) handlePreview(w http.ResponseWriter, r *http.Request, v *viewe
 }
 
 // savePolicy replaces the policy of the preview's model with the form's,
-// keeping its queue and payload, if the model has not changed since the
-// preview was opened; then shows the model.
+// if the model has not changed since the preview was opened; then shows
+// the model. The form shows the policy only: everything else of the
+// definition (queue, payload, upstreams and their mode) stays as it was.
+// The policy is replaced whole, as the form shows it whole: a member left
+// out of it takes its default.
 func (h *Handler) savePolicy(w http.ResponseWriter, r *http.Request, v *viewer, p previewPage) {
 	id := p.Form.Model
 	m, err := h.svc.Store.Get(r.Context(), id)
@@ -160,8 +163,16 @@ func (h *Handler) savePolicy(w http.ResponseWriter, r *http.Request, v *viewer, 
 		h.failErr(w, r, v, err)
 		return
 	}
-	_, _, err = h.svc.Put(v.audited(r.Context()), refresh.PutRequest{ID: id, Queue: m.Queue, Payload: m.Payload,
-		Policy: json.RawMessage(p.Form.Policy), IfMatch: []string{p.Form.Tag}})
+	// The tag covers the whole definition and is checked again in the
+	// write's transaction: what m holds besides the policy is what the
+	// preview was opened on, and what the model still holds when it is
+	// written.
+	err = refresh.Errorf(refresh.EPRECONDITION, "model %s has changed", id)
+	if refresh.DefinitionTag(m) == p.Form.Tag {
+		_, _, err = h.svc.Put(v.audited(r.Context()), refresh.PutRequest{ID: id, Queue: m.Queue, Payload: m.Payload,
+			Upstreams: m.Upstreams, UpstreamsMode: m.UpstreamsMode,
+			Policy: json.RawMessage(p.Form.Policy), IfMatch: []string{p.Form.Tag}})
+	}
 	switch {
 	case err == nil:
 		h.log.Info("dashboard policy saved", "token", v.Name, "model_id", id)
