@@ -60,7 +60,7 @@ func Enable(m Model, now time.Time) (Model, Decision) {
 	m.clearStreak()
 	m.SnoozedSince = time.Time{}
 	m.planScheduled(m.nextOrZero(now))
-	d.Why = "enabled; next run " + ts(m.RefreshAt)
+	d.Why = "enabled; " + nextRunWhy(m.RefreshAt)
 	return m, d
 }
 
@@ -85,7 +85,7 @@ func Resume(m Model, now time.Time) (Model, Decision) {
 		return m, Decision{Event: EventResume, Rule: "resume", Why: "not paused: nothing changes", Unchanged: true}
 	}
 	m.Paused = false
-	d := Decision{Event: EventResume, Rule: "resume", Why: "resumed; next look at " + ts(m.RefreshAt)}
+	d := Decision{Event: EventResume, Rule: "resume", Why: "resumed; " + nextRunWhy(m.RefreshAt)}
 	if !m.RefreshAt.IsZero() && !m.RefreshAt.After(now) && !m.Running() {
 		d.Why = "resumed; overdue run " + ts(m.RefreshAt) + " starts now"
 	}
@@ -125,7 +125,7 @@ func Cancel(m Model, now time.Time) (Model, Decision) {
 	m.SnoozedSince = time.Time{}
 	m.endWait()
 	m.planScheduled(next)
-	d.Why = "cancelled; next run " + ts(m.RefreshAt)
+	d.Why = "cancelled; " + nextRunWhy(m.RefreshAt)
 	if window {
 		d.Why += "; the debounced triggers are cancelled"
 	}
@@ -229,4 +229,13 @@ func Update(m Model, def Definition, trigger bool, now time.Time) (Model, Decisi
 		return Trigger(m, now)
 	}
 	return m, d
+}
+
+// nextRunWhy says in a decision's Why when the model runs next after an
+// action: "next run <RFC 3339 time>", or "nothing planned".
+func nextRunWhy(t time.Time) string {
+	if t.IsZero() {
+		return "nothing planned"
+	}
+	return "next run " + ts(t)
 }
