@@ -293,6 +293,57 @@ func decodeOutcome(raw string, lim Limits) (refresh.Outcome, bool, string) {
 
 // decodeOutcomeFields decodes and checks the fields of the outcome raw.
 func decodeOutcomeFields(raw string, lim Limits) (refresh.Outcome, string) {
+	o, reason := decodeOutcomeMembers(raw, lim)
+	if reason != "" {
+		return o, reason
+	}
+	if reason := checkID("model_id", o.ModelID, lim.MaxIDBytes); reason != "" {
+		return o, reason
+	}
+	if reason := checkID("attempt_uid", o.AttemptUID, lim.MaxIDBytes); reason != "" {
+		return o, reason
+	}
+	switch o.Type {
+	case refresh.OutcomeSuccess, refresh.OutcomeFailure, refresh.OutcomeStatus, refresh.OutcomeSnooze:
+	case "":
+		return o, "outcome: missing"
+	default:
+		return o, fmt.Sprintf("outcome: must be success, failure, status or snooze, got %s", shortText(o.Type))
+	}
+	return o, checkKind(o.Kind, lim)
+}
+
+// DecodeResult decodes raw, an outcome without model_id and attempt_uid
+// (the last JSON line of a command that freshen work runs), by the rules of
+// an outcome message (WIRE.md, "Messages"): one JSON object in UTF-8 with
+// unique member names, the members of an outcome with their types, no NUL
+// and no lone surrogate in their strings, a kind of at most
+// lim.MaxKindBytes; message and user_message are cut to
+// lim.MaxMessageBytes. Unlike a message, it may lack outcome, model_id and
+// attempt_uid, and its outcome may be any string: the caller decides.
+// It returns the rule raw breaks, named by its field, or "". The rules of
+// refresh.CheckOutcome are the caller's to apply.
+func DecodeResult(raw string, lim Limits) (refresh.Outcome, string) {
+	o, reason := decodeOutcomeMembers(raw, lim)
+	if reason == "" {
+		reason = checkKind(o.Kind, lim)
+	}
+	o.Message = truncateText(o.Message, lim.MaxMessageBytes)
+	o.UserMessage = truncateText(o.UserMessage, lim.MaxMessageBytes)
+	return o, reason
+}
+
+// checkKind says why kind is too long, if it is.
+func checkKind(kind string, lim Limits) string {
+	if len(kind) > lim.MaxKindBytes {
+		return fmt.Sprintf("kind: must be at most %d bytes, got %d", lim.MaxKindBytes, len(kind))
+	}
+	return ""
+}
+
+// decodeOutcomeMembers decodes the members of the outcome raw and checks
+// their types.
+func decodeOutcomeMembers(raw string, lim Limits) (refresh.Outcome, string) {
 	var o refresh.Outcome
 	if reason := tooLarge(raw, lim.MaxBytes); reason != "" {
 		return o, reason
@@ -360,22 +411,6 @@ func decodeOutcomeFields(raw string, lim Limits) (refresh.Outcome, string) {
 		if *dst, reason = stringField(m); reason != "" {
 			return o, reason
 		}
-	}
-	if reason := checkID("model_id", o.ModelID, lim.MaxIDBytes); reason != "" {
-		return o, reason
-	}
-	if reason := checkID("attempt_uid", o.AttemptUID, lim.MaxIDBytes); reason != "" {
-		return o, reason
-	}
-	switch o.Type {
-	case refresh.OutcomeSuccess, refresh.OutcomeFailure, refresh.OutcomeStatus, refresh.OutcomeSnooze:
-	case "":
-		return o, "outcome: missing"
-	default:
-		return o, fmt.Sprintf("outcome: must be success, failure, status or snooze, got %s", shortText(o.Type))
-	}
-	if len(o.Kind) > lim.MaxKindBytes {
-		return o, fmt.Sprintf("kind: must be at most %d bytes, got %d", lim.MaxKindBytes, len(o.Kind))
 	}
 	return o, ""
 }
