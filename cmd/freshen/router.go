@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 	"github.com/freshen-dev/freshen/refresh/postgres"
 )
 
@@ -24,8 +28,11 @@ const readyCheckTimeout = 2 * time.Second
 //     serves HTTP, whatever its dependencies do.
 //   - GET /readyz is readiness: 200 {"status": "ready"} once the API is open
 //     and PostgreSQL and Redis both answer; else 503 {"status":
-//     "unavailable", "failed": {"postgres": "...", "redis": "..."}} naming
-//     each dependency that does not (or "starting" while the loops start).
+//     "unavailable"}. What is wrong ("redis: 10.0.0.5:6379: dial tcp ...:
+//     connection refused", "serve: starting") names internal addresses, so
+//     it goes to the log and, as "detail", only to a caller with an admin
+//     token without a prefix (to every caller on a server without tokens,
+//     where every caller is admin).
 type router struct {
 	mux   *http.ServeMux
 	api   atomic.Pointer[http.Handler]
@@ -35,15 +42,30 @@ type router struct {
 	redisTarget string
 	store       *atomic.Pointer[postgres.Store]
 	redact      redactor
+	// auth decides who sees /readyz's detail (nil: every caller).
+	auth *refreshhttp.Auth
+	log  *slog.Logger
+	// details are the checks of /readyz beyond PostgreSQL and Redis (see
+	// addDetail).
+	details []func(context.Context) []string
+
+	mu         sync.Mutex
+	lastLogged string // the detail last logged, so that a probe logs each change once
 }
 
-func newRouter(client redis.UniversalClient, redisTarget string, store *atomic.Pointer[postgres.Store], r redactor) *router {
-	rt := &router{mux: http.NewServeMux(), redis: client, redisTarget: redisTarget, store: store, redact: r}
+func newRouter(client redis.UniversalClient, redisTarget string, store *atomic.Pointer[postgres.Store], r redactor,
+	auth *refreshhttp.Auth, log *slog.Logger) *router {
+	rt := &router{mux: http.NewServeMux(), redis: client, redisTarget: redisTarget, store: store, redact: r, auth: auth, log: log}
 	rt.mux.HandleFunc("GET /healthz", rt.handleHealth)
 	rt.mux.HandleFunc("GET /readyz", rt.handleReady)
 	rt.mux.HandleFunc("/", rt.handleAPI)
 	return rt
 }
+
+// addDetail adds a check to /readyz: fn returns what it finds wrong, one
+// line each ("notifications: ..."), shown to admins in the detail and
+// logged, without making serve unready. Call it before the router serves.
+func (rt *router) addDetail(fn func(context.Context) []string) { rt.details = append(rt.details, fn) }
 
 // open installs the API: from now on it answers every route but /healthz
 // and /readyz.
@@ -64,19 +86,63 @@ func (rt *router) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	writeJSONBody(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-func (rt *router) handleReady(w http.ResponseWriter, r *http.Request) {
-	failed := rt.check(r.Context())
-	if len(failed) > 0 {
-		w.Header().Set("Retry-After", "1")
-		writeJSONBody(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failed": failed})
-		return
-	}
-	writeJSONBody(w, http.StatusOK, map[string]string{"status": "ready"})
+// readiness is the body of /readyz.
+type readiness struct {
+	Status string `json:"status"`
+	// Detail is what is wrong, one line each; admins only.
+	Detail []string `json:"detail,omitempty"`
 }
 
-// check pings both dependencies at once and returns the error of each one
-// that does not answer, by name.
-func (rt *router) check(ctx context.Context) map[string]string {
+func (rt *router) handleReady(w http.ResponseWriter, r *http.Request) {
+	ready, detail := rt.check(r.Context())
+	rt.logDetail(detail)
+	body := readiness{Status: "ready"}
+	code := http.StatusOK
+	if !ready {
+		body.Status, code = "unavailable", http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
+	}
+	if rt.admin(r) {
+		body.Detail = detail
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSONBody(w, code, body)
+}
+
+// admin reports whether r may see /readyz's detail: it carries the bearer
+// token of an admin without a prefix, or the server has no tokens.
+func (rt *router) admin(r *http.Request) bool {
+	if rt.auth == nil {
+		return true
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	p, ok := rt.auth.Lookup(strings.TrimSpace(token))
+	return ok && p.Can(refreshhttp.ScopeAdmin) && p.Prefix == ""
+}
+
+// logDetail logs detail when it differs from the detail last logged.
+func (rt *router) logDetail(detail []string) {
+	text := strings.Join(detail, "; ")
+	rt.mu.Lock()
+	changed := text != rt.lastLogged
+	rt.lastLogged = text
+	rt.mu.Unlock()
+	switch {
+	case !changed:
+	case text == "":
+		rt.log.Info("readiness: every check passes")
+	default:
+		rt.log.Warn("readiness: "+text, "detail", detail)
+	}
+}
+
+// check pings both dependencies at once and reports whether serve is
+// ready, with what is wrong, one line each: "postgres: ...", "redis:
+// ...", "serve: starting", then the lines of the added checks.
+func (rt *router) check(ctx context.Context) (bool, []string) {
 	ctx, cancel := context.WithTimeout(ctx, readyCheckTimeout)
 	defer cancel()
 	pg := make(chan error, 1)
@@ -88,17 +154,22 @@ func (rt *router) check(ctx context.Context) map[string]string {
 		}
 		pg <- s.Ping(ctx)
 	}()
-	failed := map[string]string{}
-	if err := rt.redis.Ping(ctx).Err(); err != nil {
-		failed["redis"] = rt.redact.String(rt.redisTarget + ": " + err.Error())
-	}
+	redisErr := rt.redis.Ping(ctx).Err()
+	var detail []string
 	if err := <-pg; err != nil {
-		failed["postgres"] = rt.redact.String(err.Error())
+		detail = append(detail, "postgres: "+rt.redact.String(err.Error()))
 	}
-	if len(failed) == 0 && rt.api.Load() == nil {
-		failed["serve"] = "starting"
+	if redisErr != nil {
+		detail = append(detail, "redis: "+rt.redact.String(rt.redisTarget+": "+redisErr.Error()))
 	}
-	return failed
+	if len(detail) == 0 && rt.api.Load() == nil {
+		detail = append(detail, "serve: starting")
+	}
+	ready := len(detail) == 0
+	for _, fn := range rt.details {
+		detail = append(detail, fn(ctx)...)
+	}
+	return ready, detail
 }
 
 var errNotConnected = errors.New("not connected yet")

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"net/url"
 	"os"
 	"runtime"
@@ -124,7 +123,8 @@ type ServeConfig struct {
 	Tokens     string
 	Insecure   bool
 	// PprofAddr, if set, is the address of a second HTTP server that
-	// answers only the Go profiler's endpoints (/debug/pprof/...).
+	// answers only the Go profiler's endpoints (/debug/pprof/...); Run
+	// refuses one beyond loopback unless Insecure (see pprof.go).
 	PprofAddr string
 	// GCMinHeapMiB, if > 0, is the least heap size, in MiB, at which the
 	// garbage collector starts a cycle (see keepHeapGoal).
@@ -262,7 +262,8 @@ FRESHEN_DB_LOCK_TIMEOUT). Durations read "30s", "1m30s" or ISO 8601 ("PT30S").
 
 The HTTP server opens first: GET /healthz answers 200 while the process runs
 (liveness), GET /readyz answers 200 once PostgreSQL and Redis answer and 503
-naming the one that does not (readiness). The loops start once both answer.
+while one does not (readiness); what is wrong goes to the log and, as "detail",
+to an admin token only. The loops start once both answer.
 
 Freshen's promise that no outcome and no start is lost assumes PostgreSQL runs
 with synchronous_commit=on (its default): with it off, a commit that serve
@@ -316,10 +317,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address")
 	fs.StringVar(&c.TokensFile, "tokens-file", c.TokensFile, `file of the API's bearer tokens: a JSON array of {"name", "hash", "scopes", "prefix"} (see freshen token new)`)
 	fs.StringVar(&c.Tokens, "tokens", c.Tokens, "the API's bearer tokens as the text of a tokens file")
-	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "serve the API without tokens on an address beyond loopback")
+	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "serve the API without tokens, or the profiler (--pprof-addr), on an address beyond loopback")
 	fs.IntVar(&c.GCMinHeapMiB, "gc-min-heap", c.GCMinHeapMiB, "least heap size, in MiB, at which the garbage collector starts a cycle; 0 leaves it to GOGC alone")
 	fs.IntVar(&c.MemoryLimitMiB, "memory-limit", c.MemoryLimitMiB, "Go's soft memory limit, in MiB: the garbage collector works harder near it (unset: 40, and 40 KiB a model of --batch-size beyond 1,000; 0 leaves it to GOMEMLIMIT)")
-	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/); keep it private")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/), without tokens: a loopback address (e.g. 127.0.0.1:6060) unless --insecure")
 	fs.IntVar(&c.BatchSize, "batch-size", c.BatchSize, "models claimed, and outcomes applied, per pass")
 	fs.IntVar(&c.ClaimLoops, "claim-loops", c.ClaimLoops, "scheduler passes run at once while models are due by the batch (each holds a database connection)")
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
@@ -498,7 +499,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("%w", m.redact.Error(err))
 	}
 
-	m.router = newRouter(m.client, redisTarget(c), &m.store, m.redact)
+	m.router = newRouter(m.client, redisTarget(c), &m.store, m.redact, m.auth, log)
 	listener, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
@@ -680,28 +681,6 @@ func redisTarget(c ServeConfig) string {
 		return u.Host
 	}
 	return "redis"
-}
-
-// servePprof opens the profiler's HTTP server on addr.
-func (m *Main) servePprof(addr string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--pprof-addr: listen on %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	m.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: m.Config.HTTP.ReadHeaderTimeout}
-	m.goLoop(func() {
-		if err := m.pprof.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.Logger.Error("pprof server", "err", err)
-		}
-	})
-	m.Logger.Info("profiler listening", "addr", l.Addr().String())
-	return nil
 }
 
 // Addr returns the address the HTTP server listens on, once Run has opened
