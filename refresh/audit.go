@@ -182,14 +182,16 @@ type members struct {
 	values map[string]json.RawMessage
 }
 
-// policyMembers returns the members of m's policy as JSON shows it; a
-// model with no ID (nothing before a create) has none.
+// policyMembers returns the members of m's policy as the API shows it,
+// every default stated (Policy.Stated), so that a default left out and the
+// same value written compare equal; a model with no ID (nothing before a
+// create) has none.
 func policyMembers(m Model) members {
 	out := members{values: map[string]json.RawMessage{}}
 	if m.ID == "" {
 		return out
 	}
-	data, err := json.Marshal(m.Policy)
+	data, err := json.Marshal(m.Policy.Stated())
 	if err != nil {
 		return out
 	}

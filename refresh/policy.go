@@ -86,7 +86,7 @@ type Retry struct {
 	// Align is nil when not given: true when a schedule exists.
 	Align *bool `json:"align,omitempty"`
 	// RetryOn lists the error kinds that retry; empty means all.
-	RetryOn []string `json:"retry_on,omitempty"`
+	RetryOn []string `json:"retry_on,omitzero"`
 	// NonRetryable lists the error kinds that never retry, even when
 	// RetryOn lists them. ParsePolicy gives it the default (validation,
 	// not_found, unauthorized, forbidden) only when both lists are left
@@ -452,6 +452,29 @@ func (p Policy) Aligned() bool {
 		return *p.Retry.Align
 	}
 	return p.Schedule != ""
+}
+
+// Stated returns p with every default that p leaves implicit stated, as the
+// API shows a policy: the zone (UTC), whether retries align (Aligned), the
+// allow-list and the deny-list of error kinds (empty lists, not left out)
+// and max_snooze (SnoozeBound). It behaves as p; fields whose default is
+// "none" (give_up_after and the other extensions) stay left out.
+func (p Policy) Stated() Policy {
+	if p.Timezone == "" {
+		p.Timezone = time.UTC.String()
+	}
+	align := p.Aligned()
+	p.Retry.Align = &align
+	if p.Retry.RetryOn == nil {
+		p.Retry.RetryOn = []string{}
+	}
+	if p.Retry.NonRetryable == nil {
+		p.Retry.NonRetryable = []string{}
+	}
+	if p.MaxSnooze == 0 {
+		p.MaxSnooze = Duration(p.SnoozeBound())
+	}
+	return p
 }
 
 // Retryable reports whether a failure of kind may retry; when not, why says

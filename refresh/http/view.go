@@ -184,7 +184,7 @@ type LastError struct {
 // newModel returns the JSON view of m.
 func newModel(m refresh.Model) Model {
 	v := Model{
-		ID: m.ID, Queue: m.Queue, Payload: m.Payload, Policy: m.Policy,
+		ID: m.ID, Queue: m.Queue, Payload: m.Payload, Policy: m.Policy.Stated(),
 		CreatedAt: Time(m.CreatedAt), RefreshAt: Time(m.RefreshAt), DeadlineAt: Time(m.DeadlineAt),
 		AttemptNo: m.AttemptNo, AttemptUID: nullString(m.AttemptUID), StartedAt: Time(m.StartedAt),
 		Running: m.Running(), ConsecutiveFailures: m.ConsecutiveFailures, FailingSince: Time(m.FailingSince),
