@@ -48,7 +48,7 @@ func TestE2EFreshnessAlertsOncePerEpisode(t *testing.T) {
 	// The scheduler sleeps up to a minute when nothing is due: it must
 	// wake at the overdue instant because it is planned, not because it
 	// polls.
-	flags := []string{"--max-sleep", "1m", "--webhooks", string(hooks),
+	flags := []string{"--max-sleep", "1m", "--webhooks", string(hooks), "--webhook-allow-private",
 		"--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms", "--webhook-timeout", "2s"}
 	a := e.serve("a", flags...)
 
@@ -184,7 +184,7 @@ func TestE2EFreshnessLostWhileDown(t *testing.T) {
 	hooks, err := json.Marshal([]webhook.Endpoint{{Name: "pager", URL: srv.URL + "/hooks", Secret: webhookSecret,
 		Events: []string{refresh.EventFreshnessLost, refresh.EventFreshnessRestored}}})
 	require.NoError(t, err)
-	flags := []string{"--max-sleep", "1m", "--webhooks", string(hooks), "--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms"}
+	flags := []string{"--max-sleep", "1m", "--webhooks", string(hooks), "--webhook-allow-private", "--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms"}
 	a := e.serve("a", flags...)
 	code, res := request(t, "PUT", a.base+"/models/"+id, fmt.Sprintf(`{"queue": "fr", "policy": {"max_age": "%s"}}`, maxAge))
 	require.Equal(t, http.StatusCreated, code, res)

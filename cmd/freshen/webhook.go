@@ -41,6 +41,9 @@ type WebhookConfig struct {
 	MaxBackoff      time.Duration
 	Retention       time.Duration
 	FailedRetention time.Duration
+	// AllowPrivate lets endpoints point at loopback, link-local and cloud
+	// metadata addresses and names (webhook.CheckPrivate).
+	AllowPrivate bool
 }
 
 // defaultWebhookConfig returns the defaults of the webhook flags.
@@ -63,6 +66,8 @@ func (w *WebhookConfig) addFlags(fs *flag.FlagSet) {
 	durationVar(fs, &w.MaxBackoff, "webhook-max-backoff", w.MaxBackoff, "longest wait between two sends of a delivery (before jitter)")
 	durationVar(fs, &w.Retention, "webhook-retention", w.Retention, "how long delivered deliveries are kept")
 	durationVar(fs, &w.FailedRetention, "webhook-failed-retention", w.FailedRetention, "how long deliveries given up are kept for inspection")
+	fs.BoolVar(&w.AllowPrivate, "webhook-allow-private", w.AllowPrivate, "let webhook endpoints be loopback, link-local or cloud metadata addresses or names "+
+		"(127.0.0.0/8, ::1, 169.254.0.0/16, fe80::/10, metadata.google.internal, ...), when written and once resolved")
 }
 
 // check validates the flags and reads the endpoints.
@@ -89,6 +94,11 @@ func (w *WebhookConfig) check() error {
 	eps, err := loadWebhooks(w.File, w.Text)
 	if err != nil {
 		return err
+	}
+	if !w.AllowPrivate {
+		if err := webhook.CheckPrivate(eps); err != nil {
+			return fmt.Errorf("--webhooks-file, --webhooks: %w", err)
+		}
 	}
 	w.Endpoints = eps
 	return nil
@@ -148,7 +158,8 @@ func newWebhooks(w WebhookConfig, store *postgres.Store, clock refresh.Clock, m 
 	d, err := webhook.New(webhook.Config{
 		Store: store, Endpoints: w.Endpoints, Clock: clock, Timeout: w.Timeout, MaxInFlight: w.MaxInFlight,
 		MaxAttempts: w.MaxAttempts, MaxAge: w.MaxAge, Backoff: webhook.Backoff{Base: w.Backoff, Max: w.MaxBackoff, Jitter: 0.2},
-		Retention: w.Retention, FailedRetention: w.FailedRetention, Logger: m.Logger, Metrics: metrics, SentFunc: m.WebhookSentFunc,
+		Retention: w.Retention, FailedRetention: w.FailedRetention, AllowPrivate: w.AllowPrivate,
+		Logger: m.Logger, Metrics: metrics, SentFunc: m.WebhookSentFunc,
 	})
 	if err != nil {
 		return webhooks{}, err

@@ -72,6 +72,10 @@ func TestWebhookFlags(t *testing.T) {
 		{name: "backoff", args: []string{"--webhook-backoff", "2m", "--webhook-max-backoff", "1m"},
 			want: "--webhook-max-backoff: must be >= --webhook-backoff 2m0s, got 1m0s"},
 		{name: "retention", args: []string{"--webhook-retention", "-1s"}, want: "--webhook-retention: must be > 0, got -1s"},
+		{name: "metadata address", text: `[` + strings.Replace(valid, "https://crm.example.com/hooks", "http://169.254.169.254/latest", 1) + `]`,
+			want: `--webhooks-file, --webhooks: webhooks[0].url: must not be a loopback, link-local or cloud metadata address or name, got "169.254.169.254" (--webhook-allow-private allows it)`},
+		{name: "loopback", text: `[` + strings.Replace(valid, "https://crm.example.com/hooks", "http://localhost:9000/", 1) + `]`,
+			want: `webhooks[0].url: must not be a loopback, link-local or cloud metadata address or name, got "localhost"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args
@@ -148,7 +152,8 @@ func TestWebhookServeDeliversDisabledAndEnabled(t *testing.T) {
 	hooks, err := json.Marshal([]webhook.Endpoint{{Name: "crm", URL: srv.URL + "/hooks", Secret: webhookSecret,
 		Events: []string{refresh.LifecycleDisabled, refresh.LifecycleEnabled}, Prefix: "wh-"}})
 	require.NoError(t, err)
-	p := e.serve("wh", "--webhooks", string(hooks), "--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms")
+	p := e.serve("wh", "--webhooks", string(hooks), "--webhook-backoff", "100ms", "--webhook-max-backoff", "200ms",
+		"--webhook-allow-private") // the receiver listens on 127.0.0.1
 
 	const userMessage = "Your file has no header row."
 	worker, err := queue.NewWorker(e.rdb, queue.WorkerOptions{Prefix: e.prefix, Queue: "wh", Block: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},

@@ -42,8 +42,15 @@ type Config struct {
 	Endpoints []Endpoint
 	Clock     refresh.Clock
 	// Client sends the requests (default: a client that follows no
-	// redirect, so a 3xx answer is a failed send).
+	// redirect, so a 3xx answer is a failed send, and that refuses the
+	// addresses AllowPrivate is about once a name is resolved). A client
+	// given here is used as it is: its dialer decides where it connects.
 	Client *http.Client
+	// AllowPrivate lets endpoints point at loopback, link-local and cloud
+	// metadata addresses and names (see CheckPrivate); without it New
+	// refuses such an endpoint, and the default client refuses a name
+	// that resolves to one.
+	AllowPrivate bool
 	// Timeout bounds one request, answer included (default 10s).
 	Timeout time.Duration
 	// MaxInFlight bounds the sends in flight to one endpoint from this
@@ -105,6 +112,11 @@ func (c *Config) validate() error {
 	if err := Validate(c.Endpoints); err != nil {
 		return err
 	}
+	if !c.AllowPrivate {
+		if err := CheckPrivate(c.Endpoints); err != nil {
+			return err
+		}
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -131,7 +143,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("webhook dispatcher: backoff max: must be >= base %s, got %s", c.Backoff.Base, c.Backoff.Max)
 	}
 	if c.Client == nil {
-		c.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		c.Client = defaultClient(c.AllowPrivate)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -301,6 +313,10 @@ func (d *Dispatcher) send(ctx context.Context, dl refresh.Delivery) {
 	}
 	ok, err := d.cfg.Store.FinishDelivery(ctx, dl, r)
 	log := d.cfg.Logger.With("endpoint", dl.Endpoint, "model_id", dl.ModelID, "event", dl.Event, "idempotency_key", dl.Key, "attempt", dl.Attempts)
+	if pe, refused := errors.AsType[*PrivateAddressError](sendErr); refused {
+		d.cfg.Metrics.Refused.WithLabelValues(dl.Endpoint).Inc()
+		log.Warn("webhook send refused: the endpoint's name resolved to a loopback, link-local or cloud metadata address", "addr", pe.Addr)
+	}
 	switch {
 	case err != nil:
 		log.Error("record webhook delivery", "err", err)

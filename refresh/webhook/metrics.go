@@ -11,6 +11,10 @@ type Metrics struct {
 	Retried *prometheus.CounterVec
 	// Failed counts deliveries given up (attempts or age exhausted).
 	Failed *prometheus.CounterVec
+	// Refused counts sends refused because the endpoint's name resolved
+	// to a loopback, link-local or cloud metadata address (see
+	// Config.AllowPrivate); each is also a failed send.
+	Refused *prometheus.CounterVec
 	// Pending is how many deliveries are neither delivered nor given up
 	// (those being sent included), as of the last pass.
 	Pending *prometheus.GaugeVec
@@ -26,6 +30,7 @@ func NewMetrics(endpoints ...string) *Metrics {
 		Delivered: counter("delivered_total", "Webhook deliveries answered with a 2xx."),
 		Retried:   counter("retried_total", "Failed webhook sends planned to be sent again."),
 		Failed:    counter("failed_total", "Webhook deliveries given up after their attempts or age ran out."),
+		Refused:   counter("refused_total", "Webhook sends refused: the endpoint's name resolved to a loopback, link-local or cloud metadata address."),
 		Pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "freshen", Subsystem: "webhook", Name: "pending",
 			Help: "Webhook deliveries not yet delivered nor given up (those being sent included)."}, []string{"endpoint"}),
 	}
@@ -33,6 +38,7 @@ func NewMetrics(endpoints ...string) *Metrics {
 		m.Delivered.WithLabelValues(name)
 		m.Retried.WithLabelValues(name)
 		m.Failed.WithLabelValues(name)
+		m.Refused.WithLabelValues(name)
 		m.Pending.WithLabelValues(name)
 	}
 	return m
@@ -40,5 +46,5 @@ func NewMetrics(endpoints ...string) *Metrics {
 
 // Collectors returns the collectors of m.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Delivered, m.Retried, m.Failed, m.Pending}
+	return []prometheus.Collector{m.Delivered, m.Retried, m.Failed, m.Refused, m.Pending}
 }

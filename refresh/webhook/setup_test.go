@@ -120,6 +120,7 @@ func (b *bundle) dispatcher(t *testing.T, store Store, cfg Config) (*Dispatcher,
 	}
 	sent := make(chan Sent, 1000)
 	cfg.Store, cfg.Clock = store, b.clock
+	cfg.AllowPrivate = true // the receivers are httptest servers on 127.0.0.1
 	cfg.SentFunc = func(s Sent) { sent <- s }
 	d, err := New(cfg)
 	require.NoError(t, err)
