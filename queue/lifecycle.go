@@ -5,8 +5,8 @@ import "github.com/freshen-dev/freshen/refresh"
 // The types of the entries of the events stream, for those who read it
 // with this package: the lifecycle names of refresh (refresh.Event.Lifecycle
 // gives an event's). Other event types are published under their own
-// name (create, status, trigger, pause, resume, cancel, stale, debounce,
-// wait, freshness_lost, freshness_restored).
+// name (create, update, status, trigger, pause, resume, cancel, stale,
+// debounce, wait, freshness_lost, freshness_restored).
 const (
 	LifecycleStarted        = refresh.LifecycleStarted
 	LifecycleSucceeded      = refresh.LifecycleSucceeded
