@@ -9,9 +9,32 @@
 --
 -- It rebuilds the indexes that hold id (the table itself is not written
 -- again), holding an exclusive lock on models meanwhile: about a second per
--- million models.
+-- million models. The view attempt_history (migration 4) reads the column,
+-- so it is made again, the same.
+DROP VIEW attempt_history;
 ALTER TABLE models ALTER COLUMN id TYPE text COLLATE "C";
+CREATE VIEW attempt_history AS
+SELECT uid, model_id, seq, attempt_no, started_at, deadline_at, finished_at,
+    outcome, error_kind, error_message, decision, delay_ns
+FROM attempts
+UNION ALL
+SELECT m.attempt_uid, m.id, NULL, m.attempt_no, m.started_at, m.deadline_at, NULL,
+    NULL, NULL, NULL, NULL, 0
+FROM models m
+WHERE m.attempt_uid IS NOT NULL
+    AND NOT EXISTS (SELECT FROM attempts a WHERE a.uid = m.attempt_uid);
 
 ---- create above / drop below ----
 
+DROP VIEW attempt_history;
 ALTER TABLE models ALTER COLUMN id TYPE text COLLATE "default";
+CREATE VIEW attempt_history AS
+SELECT uid, model_id, seq, attempt_no, started_at, deadline_at, finished_at,
+    outcome, error_kind, error_message, decision, delay_ns
+FROM attempts
+UNION ALL
+SELECT m.attempt_uid, m.id, NULL, m.attempt_no, m.started_at, m.deadline_at, NULL,
+    NULL, NULL, NULL, NULL, 0
+FROM models m
+WHERE m.attempt_uid IS NOT NULL
+    AND NOT EXISTS (SELECT FROM attempts a WHERE a.uid = m.attempt_uid);

@@ -69,9 +69,11 @@ func (s Selector) Matches(m Model) bool {
 }
 
 // filter returns the store filter that narrows a listing to s's models as
-// far as Filter can say; Matches decides.
+// far as Filter can say; Matches decides. The prefix is the range the
+// store reads, so that resolving the selector of a prefix costs its
+// models only.
 func (s Selector) filter() Filter {
-	f := Filter{Queue: s.Queue, Limit: bulkListPage, NoPayload: true}
+	f := Filter{Prefix: s.Prefix, Queue: s.Queue, Limit: bulkListPage, NoPayload: true}
 	yes, no := true, false
 	switch s.State {
 	case PhaseDisabled:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unicode/utf8"
 )
 
 // Store keeps models and their attempt history. Implementations:
@@ -87,6 +88,12 @@ type Store interface {
 	// CountModels counts the models by state (see ModelCounts), overall
 	// and for the maxQueues queues with the most models.
 	CountModels(ctx context.Context, maxQueues int) (ModelCounts, map[string]ModelCounts, error)
+	// Census counts by state (see ModelCounts) the first f.Limit models
+	// that f selects, in id order (100 when f.Limit <= 0), overall and for
+	// the maxQueues queues with the most of them, in one read of at most
+	// f.Limit+1 models through the id order: its cost grows with
+	// f.Limit, never with the models outside f.Prefix.
+	Census(ctx context.Context, f Filter, maxQueues int) (Census, error)
 
 	// TakeEvents passes the oldest lifecycle events written with the
 	// batches (about limit of them, in the order their batches committed)
@@ -199,15 +206,23 @@ type Attempt struct {
 	Delay        time.Duration `json:"delay,omitempty"`
 }
 
-// Filter selects models for List. Nil booleans do not filter.
+// Filter selects models for List and Census. Nil booleans do not filter.
 type Filter struct {
 	Disabled *bool
 	Failing  *bool // consecutive_failures > 0
 	Running  *bool
 	Paused   *bool
 	Queue    string
-	// After is the keyset cursor: only ids greater than After.
+	// Prefix, if set, selects only the ids that start with it: the id
+	// range [Prefix, PrefixEnd(Prefix)), which a store reads through its
+	// id order, so that the models outside it cost nothing. This is how a
+	// token limited to an id prefix (a tenant) is answered.
+	Prefix string
+	// After is the keyset cursor: only ids greater than After. An After
+	// before Prefix starts at Prefix, one past its range selects nothing.
 	After string
+	// Until, if set, selects only ids up to Until, itself included.
+	Until string
 	// Limit caps the result; 0 means 100.
 	Limit int
 	// NoPayload leaves the models' Payload nil, for a caller that does not
@@ -274,4 +289,48 @@ type DeliveryResult struct {
 	Status int
 	// Error says why the send failed.
 	Error string
+}
+
+// Census is what Store.Census counted.
+type Census struct {
+	// All counts the models counted; Queues the maxQueues queues with
+	// the most of them, by name.
+	All    ModelCounts
+	Queues map[string]ModelCounts
+	// More reports whether the filter selects models past those counted;
+	// Last is the id of the last one counted ("" if none).
+	More bool
+	Last string
+}
+
+// PrefixEnd returns the least string greater than every string that
+// starts with prefix, and false when there is none (an empty prefix, or
+// one of only the greatest runes or bytes): the ids that start with
+// prefix are those in [prefix, end). For valid UTF-8 it counts in runes
+// (so the end is valid UTF-8 too, and byte order is rune order); the
+// prefix of a model id (ValidID) is ASCII, and so is its end.
+func PrefixEnd(prefix string) (string, bool) {
+	if utf8.ValidString(prefix) {
+		runes := []rune(prefix)
+		for i := len(runes) - 1; i >= 0; i-- {
+			switch r := runes[i]; {
+			case r == utf8.MaxRune:
+				continue
+			case r == 0xD7FF: // the surrogates are no runes of UTF-8
+				runes[i] = 0xE000
+			default:
+				runes[i] = r + 1
+			}
+			return string(runes[:i+1]), true
+		}
+		return "", false
+	}
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xFF {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
 }

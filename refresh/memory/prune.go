@@ -84,6 +84,33 @@ func sortedIDsAfter[V any](m map[string]V, after string) []string {
 	return ids
 }
 
+// Census counts by state the first f.Limit models f selects, in id
+// order, overall and for the maxQueues queues with the most of them.
+func (s *Store) Census(ctx context.Context, f refresh.Filter, maxQueues int) (refresh.Census, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	f.Limit, f.NoPayload, f.BoundPayloads = limit+1, true, false
+	models, err := s.List(ctx, f)
+	if err != nil {
+		return refresh.Census{}, err
+	}
+	c := refresh.Census{Queues: map[string]refresh.ModelCounts{}}
+	if len(models) > limit {
+		models, c.More = models[:limit], true
+	}
+	for _, m := range models {
+		c.All.Add(m)
+		q := c.Queues[m.Queue]
+		q.Add(m)
+		c.Queues[m.Queue] = q
+		c.Last = m.ID
+	}
+	topQueues(c.Queues, maxQueues)
+	return c, nil
+}
+
 // CountModels counts the models by state, overall and per queue: the
 // maxQueues queues with the most models (the others are in the overall
 // counts only).
@@ -98,18 +125,25 @@ func (s *Store) CountModels(_ context.Context, maxQueues int) (refresh.ModelCoun
 		c.Add(m)
 		byQueue[m.Queue] = c
 	}
-	if len(byQueue) > maxQueues {
-		names := make([]string, 0, len(byQueue))
-		for q := range byQueue {
-			names = append(names, q)
-		}
-		sort.Slice(names, func(i, j int) bool {
-			a, b := byQueue[names[i]].Total(), byQueue[names[j]].Total()
-			return a > b || a == b && names[i] < names[j]
-		})
-		for _, q := range names[maxQueues:] {
-			delete(byQueue, q)
-		}
-	}
+	topQueues(byQueue, maxQueues)
 	return all, byQueue, nil
+}
+
+// topQueues keeps in byQueue the maxQueues queues with the most models
+// (by name among equals).
+func topQueues(byQueue map[string]refresh.ModelCounts, maxQueues int) {
+	if len(byQueue) <= maxQueues {
+		return
+	}
+	names := make([]string, 0, len(byQueue))
+	for q := range byQueue {
+		names = append(names, q)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := byQueue[names[i]].Total(), byQueue[names[j]].Total()
+		return a > b || a == b && names[i] < names[j]
+	})
+	for _, q := range names[max(maxQueues, 0):] {
+		delete(byQueue, q)
+	}
 }

@@ -62,7 +62,8 @@ func matches(m refresh.Model, f refresh.Filter) bool {
 	is := func(want *bool, got bool) bool { return want == nil || *want == got }
 	return is(f.Disabled, m.Disabled()) && is(f.Failing, m.ConsecutiveFailures > 0) &&
 		is(f.Running, m.Running()) && is(f.Paused, m.Paused) &&
-		(f.Queue == "" || f.Queue == m.Queue) && m.ID > f.After
+		(f.Queue == "" || f.Queue == m.Queue) && m.ID > f.After &&
+		strings.HasPrefix(m.ID, f.Prefix) && (f.Until == "" || m.ID <= f.Until)
 }
 
 // List returns the models matching f in id order.

@@ -300,7 +300,8 @@ func (s *Store) Get(ctx context.Context, id string) (refresh.Model, error) {
 
 // List returns the models matching f in id order, at most f.Limit (100
 // when f.Limit <= 0). Pass the last id of a page as f.After to get the
-// next one.
+// next one. f.Prefix, f.After and f.Until bound the read of the primary
+// key (see filterSQL), so a page reads its own rows only.
 func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -319,19 +320,12 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 		extra = `, row_number() OVER (ORDER BY id) AS n,
 			sum(coalesce(octet_length(payload::text), 0)) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before`
 	}
-	query := `SELECT ` + columns + extra + ` FROM models
-		WHERE id > $1
-		  AND ($2::bool IS NULL OR (disabled_at IS NOT NULL) = $2)
-		  AND ($3::bool IS NULL OR (consecutive_failures > 0) = $3)
-		  AND ($4::bool IS NULL OR (attempt_uid IS NOT NULL) = $4)
-		  AND ($5::bool IS NULL OR paused = $5)
-		  AND ($6 = '' OR queue = $6)
-		ORDER BY id
-		LIMIT $7`
-	args := []any{f.After, f.Disabled, f.Failing, f.Running, f.Paused, f.Queue, limit}
+	where, args := filterSQL(f)
+	args = append(args, limit)
+	query := `SELECT ` + columns + extra + ` FROM models WHERE ` + where + ` ORDER BY id LIMIT $` + fmt.Sprint(len(args))
 	if bound {
-		query = `SELECT ` + columns + ` FROM (` + query + `) models WHERE n <= 2 OR before <= $8 ORDER BY id`
 		args = append(args, refresh.BatchPayloadBytes)
+		query = `SELECT ` + columns + ` FROM (` + query + `) models WHERE n <= 2 OR before <= $` + fmt.Sprint(len(args)) + ` ORDER BY id`
 	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
@@ -342,6 +336,101 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 		return nil, storeError("list models", err)
 	}
 	return models, nil
+}
+
+// filterSQL returns the condition on models of what f selects, and its
+// arguments ($1...). Only the criteria f sets are in it, so that the
+// bounds of the id (f.Prefix as the range [prefix, refresh.PrefixEnd),
+// f.After, f.Until) are bounds of the scan of the primary key: a list or a
+// census of a prefix reads only the rows of its range, however many the
+// table holds. The id column compares bytewise (COLLATE "C", migration
+// 011), the order in which the ids of a prefix are one range.
+func filterSQL(f refresh.Filter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, arg any) {
+		args = append(args, arg)
+		conds = append(conds, strings.ReplaceAll(cond, "$?", "$"+fmt.Sprint(len(args))))
+	}
+	if f.Prefix != "" {
+		add(`id >= $?`, f.Prefix)
+		if end, ok := refresh.PrefixEnd(f.Prefix); ok {
+			add(`id < $?`, end)
+		}
+	}
+	if f.After != "" {
+		add(`id > $?`, f.After)
+	}
+	if f.Until != "" {
+		add(`id <= $?`, f.Until)
+	}
+	if f.Disabled != nil {
+		add(`(disabled_at IS NOT NULL) = $?`, *f.Disabled)
+	}
+	if f.Failing != nil {
+		add(`(consecutive_failures > 0) = $?`, *f.Failing)
+	}
+	if f.Running != nil {
+		add(`(attempt_uid IS NOT NULL) = $?`, *f.Running)
+	}
+	if f.Paused != nil {
+		add(`paused = $?`, *f.Paused)
+	}
+	if f.Queue != "" {
+		add(`queue = $?`, f.Queue)
+	}
+	if len(conds) == 0 {
+		return "true", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// Census counts by state the first f.Limit models f selects, in id order,
+// overall and for the maxQueues queues with the most of them, in one
+// query that reads at most f.Limit+1 rows of the primary key's range.
+func (s *Store) Census(ctx context.Context, f refresh.Filter, maxQueues int) (refresh.Census, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	where, args := filterSQL(f)
+	args = append(args, limit+1, limit, max(maxQueues, 0)+1)
+	n := len(args)
+	rows, _ := s.pool.Query(ctx, `WITH m AS (
+			SELECT id, queue, disabled_at, paused, attempt_uid, consecutive_failures, overdue_since, waiting_for_slot
+			FROM models WHERE `+where+` ORDER BY id LIMIT $`+fmt.Sprint(n-2)+`
+		), c AS (SELECT * FROM m ORDER BY id LIMIT $`+fmt.Sprint(n-1)+`)
+		SELECT GROUPING(queue) = 1, coalesce(queue, ''),
+			count(*) FILTER (WHERE disabled_at IS NOT NULL),
+			count(*) FILTER (WHERE disabled_at IS NULL AND paused),
+			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NOT NULL),
+			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures > 0),
+			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures = 0),
+			count(*) FILTER (WHERE overdue_since IS NOT NULL),
+			count(*) FILTER (WHERE waiting_for_slot),
+			coalesce(max(id), ''), (SELECT count(*) FROM m) > $`+fmt.Sprint(n-1)+`
+		FROM c GROUP BY GROUPING SETS ((), (queue))
+		ORDER BY GROUPING(queue) DESC, count(*) DESC, queue
+		LIMIT $`+fmt.Sprint(n), args...)
+	defer rows.Close()
+	res := refresh.Census{Queues: map[string]refresh.ModelCounts{}}
+	for rows.Next() {
+		var total, more bool
+		var q, last string
+		var c refresh.ModelCounts
+		if err := rows.Scan(&total, &q, &c.Disabled, &c.Paused, &c.Running, &c.Failing, &c.Idle, &c.Overdue, &c.WaitingForSlot, &last, &more); err != nil {
+			return refresh.Census{}, storeError("count models", err)
+		}
+		if total {
+			res.All, res.Last, res.More = c, last, more
+		} else {
+			res.Queues[q] = c
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return refresh.Census{}, storeError("count models", err)
+	}
+	return res, nil
 }
 
 // History returns the attempts of model id, newest first (by start, then

@@ -49,6 +49,8 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"DependentsUpstreams": testDependentsUpstreams,
 		"UpstreamCycle":       testUpstreamCycle,
 		"Counts":              testCounts,
+		"ListPrefix":          testListPrefix,
+		"CensusPrefix":        testCensusPrefix,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,4 @@
+package postgres
+
+// FilterSQL is filterSQL, for the tests of the plans of lists by prefix.
+var FilterSQL = filterSQL
