@@ -69,8 +69,9 @@ func simulate(ctx context.Context, spec scenarios.Spec, lim refresh.Limits) ([]s
 // project returns the futures of m from now: if every attempt fails as
 // its last one did, and if the next attempt succeeds. A disabled model is
 // projected as if enabled now, a paused one as if resumed, and one with
-// nothing planned as if triggered. history gives the attempts' usual
-// length.
+// nothing planned (after the enable or the resume: an on-demand model, a
+// schedule that has ended) as if triggered. history gives the attempts'
+// usual length.
 func project(ctx context.Context, m refresh.Model, history []refresh.Attempt, now time.Time, lim refresh.Limits) []projection {
 	policy, err := json.Marshal(m.Policy)
 	if err != nil {
@@ -83,18 +84,8 @@ func project(ctx context.Context, m refresh.Model, history []refresh.Attempt, no
 		Start: now, Until: now.Add(span),
 		Model: scenarios.SpecModel{ID: m.ID, Queue: m.Queue, Policy: policy, State: &state, CreatedAt: m.CreatedAt},
 	}
-	lead := "If "
-	switch {
-	case m.Disabled():
-		base.Actions = []scenarios.Action{{At: now, Do: refresh.ActionEnable}}
-		lead = "If enabled now and "
-	case m.Paused:
-		base.Actions = []scenarios.Action{{At: now, Do: refresh.ActionResume}}
-		lead = "If resumed now and "
-	case !m.Running() && m.RefreshAt.IsZero():
-		base.Actions = []scenarios.Action{{At: now, Do: refresh.ActionTrigger}}
-		lead = "If triggered now and "
-	}
+	actions, lead := projectedActions(m, now)
+	base.Actions = actions
 	took := usualLength(history, time.Duration(m.Policy.Timeout))
 
 	fail := scenarios.Behaviour{Outcome: "failure", Kind: "error", Message: "simulated failure", After: took}
@@ -120,6 +111,35 @@ func project(ctx context.Context, m refresh.Model, history []refresh.Attempt, no
 		runProjection(ctx, succeeding, lim, m, now, loc, lead+"the next attempt succeeds"),
 	}
 	return out
+}
+
+// projectedActions returns the actions a projection of m starts with at
+// now, and the start of its title ("If ... and "). A trigger also enables
+// a disabled model, so a disabled model with nothing to plan once enabled
+// is triggered instead; a paused one is resumed, then triggered.
+func projectedActions(m refresh.Model, now time.Time) ([]scenarios.Action, string) {
+	_, next := m.Next(now)
+	idle := !m.Running() && m.RefreshAt.IsZero()
+	act := func(do ...string) []scenarios.Action {
+		out := make([]scenarios.Action, len(do))
+		for i, d := range do {
+			out[i] = scenarios.Action{At: now, Do: d}
+		}
+		return out
+	}
+	switch {
+	case m.Disabled() && !next:
+		return act(refresh.ActionTrigger), "If triggered now (which enables it) and "
+	case m.Disabled():
+		return act(refresh.ActionEnable), "If enabled now and "
+	case m.Paused && idle:
+		return act(refresh.ActionResume, refresh.ActionTrigger), "If resumed and triggered now and "
+	case m.Paused:
+		return act(refresh.ActionResume), "If resumed now and "
+	case idle:
+		return act(refresh.ActionTrigger), "If triggered now and "
+	}
+	return nil, "If "
 }
 
 // runProjection simulates spec and draws it.
