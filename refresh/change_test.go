@@ -45,7 +45,8 @@ func TestNewEvent(t *testing.T) {
 	after, d = Failed(before, Failure{Kind: "validation", Message: "bad input", Retryable: true}, changeNow)
 	e := NewEvent(after, d, changeNow)
 	require.Equal(t, DecisionDisable, e.Decision)
-	require.Equal(t, "Refresh disabled after 1 failed attempt(s): bad input", e.Reason)
+	require.Equal(t, "Refresh disabled after 1 failed attempt(s).", e.Reason)
+	require.Equal(t, "bad input", e.Message, "the worker's message goes with the event, for operators")
 	require.True(t, e.Disabled)
 	require.True(t, e.RefreshAt.IsZero())
 

@@ -154,7 +154,7 @@ type Duration time.Duration
 // Defaults of a policy, applied by ParsePolicy to what the input leaves out.
 const (
 	defaultTimeout           = Duration(time.Hour)
-	defaultDisabledMessage   = "Refresh disabled after {attempts} failed attempt(s): {error}"
+	defaultDisabledMessage   = "Refresh disabled after {attempts} failed attempt(s)."
 	defaultBackoffMultiplier = 2
 	defaultBackoffMaxRetries = 5
 )
@@ -521,9 +521,9 @@ const (
 // An empty error leaves no dangling punctuation: {error} expands to nothing
 // and takes with it the brackets or quotes right around it and the spaces
 // and separator (: ; , - – —) right before it (right after it, when it
-// starts the message). With the default message that reads "Refresh
-// disabled after 3 failed attempt(s)". Should nothing be left, the default
-// message stands in.
+// starts the message): "Refresh disabled after {attempts} failed
+// attempt(s): {error}" reads "Refresh disabled after 3 failed attempt(s)".
+// Should nothing be left, the default message stands in.
 func (p Policy) DisabledReason(attempts int, errMsg string, since time.Time) string {
 	msg := p.DisabledMessage
 	if msg == "" {

@@ -67,6 +67,7 @@ func TestParsePolicyDefaults(t *testing.T) {
 				p.Timezone = "Europe/Paris"
 				p.Retry.Align = ptr(true)
 				p.GiveUpAfter = dur(7 * 24 * time.Hour)
+				p.DisabledMessage = "Refresh disabled after {attempts} failed attempt(s): {error}" // named: not the default
 			})},
 		{name: "retry without delays or backoff gets the default delays", in: `{"retry": {"jitter": 0.2}}`,
 			want: with(func(p *refresh.Policy) { p.Retry.Jitter = 0.2 })},
@@ -499,14 +500,14 @@ func TestPolicyRoundTrip(t *testing.T) {
 		{name: "defaults", in: `{}`,
 			out: `{"timeout":"1h","retry":{"delays":["0s","1m","5m","15m","30m","1h"],"jitter":0,` +
 				`"non_retryable":["validation","not_found","unauthorized","forbidden"]},"on_exhausted":"disable",` +
-				`"disabled_message":"Refresh disabled after {attempts} failed attempt(s): {error}"}`},
+				`"disabled_message":"Refresh disabled after {attempts} failed attempt(s)."}`},
 		{name: "empty lists", in: `{"retry": {"delays": [], "retry_on": [], "non_retryable": []}}`,
 			out: `{"timeout":"1h","retry":{"delays":[],"jitter":0,"non_retryable":[]},"on_exhausted":"disable",` +
-				`"disabled_message":"Refresh disabled after {attempts} failed attempt(s): {error}"}`},
+				`"disabled_message":"Refresh disabled after {attempts} failed attempt(s)."}`},
 		{name: "exponential", in: `{"retry": {"backoff": {"strategy": "exponential", "base": "PT1M"}}}`,
 			out: `{"timeout":"1h","retry":{"backoff":{"strategy":"exponential","base":"1m","multiplier":2,` +
 				`"max_delay":"720h","max_retries":5},"jitter":0,"non_retryable":["validation","not_found","unauthorized","forbidden"]},` +
-				`"on_exhausted":"disable","disabled_message":"Refresh disabled after {attempts} failed attempt(s): {error}"}`},
+				`"on_exhausted":"disable","disabled_message":"Refresh disabled after {attempts} failed attempt(s)."}`},
 		{name: "immediate with max_delay 0", in: `{"retry": {"backoff": {"strategy": "immediate", "max_delay": "0s", "max_retries": 0}}}`},
 		{name: "fibonacci", in: `{"retry": {"backoff": {"strategy": "fibonacci", "base": "90s", "max_delay": "P1D", "max_retries": 20}, "jitter": 0.25}}`},
 		{name: "everything", in: `{
@@ -773,6 +774,10 @@ func TestPolicyRetryable(t *testing.T) {
 	}
 }
 
+// withError is a disabled message that names {error}: the failure's
+// message goes into the reason.
+const withError = "Refresh disabled after {attempts} failed attempt(s): {error}"
+
 func TestPolicyDisabledReason(t *testing.T) {
 	t.Parallel()
 	since := time.Date(2026, 3, 2, 5, 2, 0, 0, time.UTC)
@@ -784,9 +789,11 @@ func TestPolicyDisabledReason(t *testing.T) {
 		since    time.Time
 		want     string
 	}{
-		{name: "default", message: refresh.DefaultPolicy().DisabledMessage, errMsg: "upstream 503", since: since,
-			want: "Refresh disabled after 3 failed attempt(s): upstream 503"},
+		{name: "default: no worker text", message: refresh.DefaultPolicy().DisabledMessage, errMsg: "upstream 503", since: since,
+			want: "Refresh disabled after 3 failed attempt(s)."},
 		{name: "empty message uses the default", errMsg: "upstream 503", since: since,
+			want: "Refresh disabled after 3 failed attempt(s)."},
+		{name: "{error} when the policy names it", message: withError, errMsg: "upstream 503", since: since,
 			want: "Refresh disabled after 3 failed attempt(s): upstream 503"},
 		{name: "since in UTC", message: "{attempts} failures since {since}: {error}", errMsg: "boom", since: since,
 			want: "3 failures since 2026-03-02T05:02:00Z: boom"},
@@ -801,10 +808,10 @@ func TestPolicyDisabledReason(t *testing.T) {
 
 		// An empty error leaves no dangling punctuation.
 		{name: "empty error, default message", message: refresh.DefaultPolicy().DisabledMessage,
-			want: "Refresh disabled after 3 failed attempt(s)"},
-		{name: "blank error, default message", message: refresh.DefaultPolicy().DisabledMessage, errMsg: " \t\n",
-			want: "Refresh disabled after 3 failed attempt(s)"},
-		{name: "empty error, empty message", want: "Refresh disabled after 3 failed attempt(s)"},
+			want: "Refresh disabled after 3 failed attempt(s)."},
+		{name: "empty error after a colon", message: withError, want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "blank error after a colon", message: withError, errMsg: " \t\n", want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "empty error, empty message", want: "Refresh disabled after 3 failed attempt(s)."},
 		{name: "empty error before more text", message: "Failed: {error}. Please check the source.",
 			want: "Failed. Please check the source."},
 		{name: "empty error in a list", message: "Failed {attempts} times, {error}, since {since}", since: since,
@@ -813,9 +820,9 @@ func TestPolicyDisabledReason(t *testing.T) {
 		{name: "empty error in quotes", message: `Refresh stopped: "{error}"`, want: "Refresh stopped"},
 		{name: "empty error after a dash", message: "Refresh stopped – {error} – contact support", want: "Refresh stopped – contact support"},
 		{name: "empty error first", message: "{error}: please check the source", want: "please check the source"},
-		{name: "empty error alone: the default message", message: "{error}", want: "Refresh disabled after 3 failed attempt(s)"},
+		{name: "empty error alone: the default message", message: "{error}", want: "Refresh disabled after 3 failed attempt(s)."},
 		{name: "empty error between brackets alone: the default message", message: " ({error}) ",
-			want: "Refresh disabled after 3 failed attempt(s)"},
+			want: "Refresh disabled after 3 failed attempt(s)."},
 		{name: "empty error, no placeholder", message: "Refresh stopped: contact support.", want: "Refresh stopped: contact support."},
 	}
 	for _, tt := range tests {
@@ -833,7 +840,7 @@ func TestPolicyDisabledReasonBounds(t *testing.T) {
 	t.Parallel()
 	since := time.Date(2026, 3, 2, 5, 2, 0, 0, time.UTC)
 	const limit = 100
-	prefix := "Refresh disabled after 3 failed attempt(s): " // the default message before {error}
+	prefix := "Refresh disabled after 3 failed attempt(s): " // withError before {error}
 	room := limit - len(prefix)
 	tests := []struct {
 		name    string
@@ -841,15 +848,15 @@ func TestPolicyDisabledReasonBounds(t *testing.T) {
 		errMsg  string
 		want    string
 	}{
-		{name: "error that fits exactly", errMsg: strings.Repeat("e", room),
+		{name: "error that fits exactly", message: withError, errMsg: strings.Repeat("e", room),
 			want: prefix + strings.Repeat("e", room)},
-		{name: "error one byte over", errMsg: strings.Repeat("e", room+1),
+		{name: "error one byte over", message: withError, errMsg: strings.Repeat("e", room+1),
 			want: prefix + strings.Repeat("e", room-len("…")) + "…"},
-		{name: "error of 10 KB", errMsg: strings.Repeat("e", 10<<10),
+		{name: "error of 10 KB", message: withError, errMsg: strings.Repeat("e", 10<<10),
 			want: prefix + strings.Repeat("e", room-len("…")) + "…"},
-		{name: "error cut at a character boundary", errMsg: strings.Repeat("é", room),
+		{name: "error cut at a character boundary", message: withError, errMsg: strings.Repeat("é", room),
 			want: prefix + strings.Repeat("é", (room-len("…"))/2) + "…"},
-		{name: "error cut before spaces", errMsg: strings.Repeat("e", room-len("…")-3) + "       tail",
+		{name: "error cut before spaces", message: withError, errMsg: strings.Repeat("e", room-len("…")-3) + "       tail",
 			want: prefix + strings.Repeat("e", room-len("…")-3) + "…"},
 		{name: "the template's words after the error stay", message: "Stopped: {error}. Contact support.", errMsg: strings.Repeat("e", 500),
 			want: "Stopped: " + strings.Repeat("e", limit-len("Stopped: . Contact support.")-len("…")) + "…. Contact support."},
@@ -863,7 +870,7 @@ func TestPolicyDisabledReasonBounds(t *testing.T) {
 		{name: "the amplifying template", message: strings.Repeat("{error}", 110000), errMsg: strings.Repeat("e", 10<<10),
 			want: strings.Repeat("ee…", (limit+24)/7) + "…"},
 		{name: "the amplifying template with an empty error", message: strings.Repeat("{error}", 110000),
-			want: "Refresh disabled after 3 failed attempt(s)"},
+			want: "Refresh disabled after 3 failed attempt(s)."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -434,7 +434,7 @@ func TestApplyOutcomeFailureFields(t *testing.T) {
 		{name: "retryable absent means true", wantPlan: refresh.DecisionRetry},
 		{name: "retryable true", retryable: &yes, wantPlan: refresh.DecisionRetry},
 		{name: "retryable false", retryable: &no, wantPlan: refresh.DecisionDisable,
-			wantReason: "Refresh disabled after 1 failed attempt(s): upstream 503"},
+			wantReason: "Refresh disabled after 1 failed attempt(s)."},
 		{name: "user_message", retryable: &no, userMsg: "Your source is gone.", wantPlan: refresh.DecisionDisable,
 			wantReason: "Your source is gone."},
 	}
@@ -565,8 +565,10 @@ func failureCases() []failureCase {
 		return refresh.Failure{Kind: k, Message: k + " failed", Retryable: true}
 	}
 	notRetryable := refresh.Failure{Kind: "http_503", Message: "upstream 503", Retryable: false}
+	// The default message carries no worker text: msg, the failure's
+	// message, is not in it.
 	defaultReason := func(attempts int, msg string) string {
-		return fmt.Sprintf("Refresh disabled after %d failed attempt(s): %s", attempts, msg)
+		return fmt.Sprintf("Refresh disabled after %d failed attempt(s).", attempts)
 	}
 	return []failureCase{
 		// Rule 1: not retryable.
@@ -770,7 +772,9 @@ func TestDisabledReason(t *testing.T) {
 		userMsg string
 		want    string
 	}{
-		{name: "default message", policy: `{}`,
+		{name: "default message: no worker text", policy: `{}`,
+			want: "Refresh disabled after 3 failed attempt(s)."},
+		{name: "{error} when the policy names it", policy: `{"disabled_message": "Refresh disabled after {attempts} failed attempt(s): {error}"}`,
 			want: "Refresh disabled after 3 failed attempt(s): upstream 503"},
 		{name: "all placeholders, since in UTC", policy: `{"disabled_message": "{attempts} attempts since {since}: {error}"}`,
 			want: "3 attempts since 2026-03-01T05:00:00Z: upstream 503"},
@@ -779,10 +783,13 @@ func TestDisabledReason(t *testing.T) {
 		{name: "user_message wins", policy: `{"disabled_message": "{attempts} attempts"}`, userMsg: "Please fix your URL.",
 			want: "Please fix your URL."},
 		{name: "a failure without a message", policy: `{}`, errMsg: ptr(""),
-			want: "Refresh disabled after 3 failed attempt(s)"},
+			want: "Refresh disabled after 3 failed attempt(s)."},
+		{name: "a failure without a message, {error} named", policy: `{"disabled_message": "Refresh disabled after {attempts} failed attempt(s): {error}"}`,
+			errMsg: ptr(""), want: "Refresh disabled after 3 failed attempt(s)"},
 		{name: "a failure without a message, own template", policy: `{"disabled_message": "Stopped after {attempts} tries ({error})."}`,
 			errMsg: ptr(""), want: "Stopped after 3 tries."},
-		{name: "a long error is cut to the reason limit", policy: `{}`, errMsg: ptr(strings.Repeat("x", 10<<10)),
+		{name: "a long error is cut to the reason limit", policy: `{"disabled_message": "Refresh disabled after {attempts} failed attempt(s): {error}"}`,
+			errMsg: ptr(strings.Repeat("x", 10<<10)),
 			want: "Refresh disabled after 3 failed attempt(s): " +
 				strings.Repeat("x", 4096-len("Refresh disabled after 3 failed attempt(s): ")-len("…")) + "…"},
 		{name: "a long user_message is cut to the reason limit", policy: `{}`, userMsg: strings.Repeat("u", 5000),

@@ -86,3 +86,31 @@ func TestUpdateReEnablesDisabled(t *testing.T) {
 		"by-patch": `{"input_url":"https://example.com/b.csv"}`,
 	}, payloads)
 }
+
+// TestDefaultDisabledMessage checks docs/policy.md's disabled message: the
+// default names no {error}, so a customer reads none of the worker's
+// message, which stays in last_error; a policy that names {error} gets
+// it; and a model stored with another message takes the default back
+// with a PATCH of null.
+func TestDefaultDisabledMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const withError = "Refresh disabled after {attempts} failed attempt(s): {error}"
+	b.put(t, "default", `{"queue": "imports", "trigger": true}`)
+	b.put(t, "named", `{"queue": "imports", "trigger": true, "policy": {"disabled_message": "`+withError+`"}}`)
+	const stderr = "exit status 3: psql: connection to db-7.internal:5432 failed\nSELECT * FROM customers"
+	for _, job := range b.tick(t, "imports") {
+		b.deliver(t, refresh.Outcome{ModelID: job.ModelID, AttemptUID: job.AttemptUID, Type: refresh.OutcomeFailure,
+			Kind: "exit_3", Message: stderr, Retryable: new(bool)})
+	}
+	_, m := b.do(t, "GET", "/models/default", "")
+	require.Equal(t, "Refresh disabled after 1 failed attempt(s).", m["disabled_reason"])
+	require.Equal(t, stderr, m["last_error"].(map[string]any)["message"], "operators still read the error")
+	require.Equal(t, "Refresh disabled after {attempts} failed attempt(s).", m["policy"].(map[string]any)["disabled_message"], "the default, stated")
+	_, m = b.do(t, "GET", "/models/named", "")
+	require.Equal(t, "Refresh disabled after 1 failed attempt(s): "+stderr, m["disabled_reason"], "{error} when the policy names it")
+
+	code, m := b.do(t, "PATCH", "/models/named", `{"policy": {"disabled_message": null}}`)
+	require.Equal(t, http.StatusOK, code, m)
+	require.Equal(t, "Refresh disabled after {attempts} failed attempt(s).", m["policy"].(map[string]any)["disabled_message"])
+}

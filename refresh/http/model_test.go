@@ -141,7 +141,7 @@ func TestGetNextRuns(t *testing.T) {
 	code, m := b.do(t, "GET", "/models/paris", "")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, true, m["disabled"])
-	require.Equal(t, "Refresh disabled after 1 failed attempt(s): bad input", m["disabled_reason"])
+	require.Equal(t, "Refresh disabled after 1 failed attempt(s).", m["disabled_reason"], "the default message carries no worker text")
 	require.Equal(t, map[string]any{"kind": "validation", "message": "bad input", "at": "2026-03-02T05:30:00Z"}, m["last_error"])
 	require.Equal(t, []any{}, m["next_runs"])
 

@@ -202,7 +202,10 @@ func (s *served) seed(t *testing.T) {
 	put("thumbnail-1", `{"queue": "thumbnails", "payload": {"image": "s3://bucket/42.png"}, "policy": {"timeout": "5m"}}`)
 	put("cache-1", `{"queue": "caches", "policy": {"schedule": "FREQ=HOURLY", "timezone": "Europe/Paris", "timeout": "10m",
 		"retry": {"backoff": {"strategy": "exponential", "base": "1m", "max_retries": 3}}}}`)
-	put("import-7", `{"queue": "imports", "trigger": true, "policy": {"schedule": "`+importSchedule+`", "timezone": "America/New_York", "timeout": "15m"}}`)
+	// Its disabled message names {error}, so that the worker's message,
+	// which holds HTML, reaches the pages (the default names none).
+	put("import-7", `{"queue": "imports", "trigger": true, "policy": {"schedule": "`+importSchedule+`", "timezone": "America/New_York", "timeout": "15m",
+		"disabled_message": "Refresh disabled after {attempts} failed attempt(s): {error}"}}`)
 
 	// A worker of the imports queue fails with a validation error, which
 	// disables the model at once.
@@ -440,7 +443,7 @@ func TestBrowser(t *testing.T) {
 		var pwned bool
 		step(t, ctx, "replay under another policy",
 			chromedp.SetValue(`form.replay #policy`, `{"schedule": "`+importSchedule+`", "timezone": "America/New_York", "timeout": "15m",
-				"retry": {"delays": ["0s", "0s"], "non_retryable": []}}`, chromedp.ByQuery),
+				"retry": {"delays": ["0s", "0s"], "non_retryable": []}, "disabled_message": "Refresh disabled after {attempts} failed attempt(s): {error}"}`, chromedp.ByQuery),
 			chromedp.Click(`form.replay button.primary`, chromedp.ByQuery),
 			chromedp.WaitVisible(`#result svg.chart`, chromedp.ByQuery),
 			chromedp.Evaluate(`[...document.querySelectorAll("#result table.tally tbody tr")].map(r => r.cells[0].textContent + ": " + r.cells[1].textContent.trim())`, &recorded),
