@@ -339,6 +339,7 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 		}
 	default:
 		bad("model", "is required (or models, for several)")
+		behaviours("", raw.Attempts, raw.Default) // every broken rule named, always
 	}
 	for i, l := range raw.Limits {
 		field := fmt.Sprintf("limits[%d]", i)
