@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -153,10 +154,15 @@ func (c *clientCmd) parse(args []string, minArgs, maxArgs int) ([]string, int, b
 	return rest, 0, true
 }
 
-// fail prints err and returns the exit status 1, with a hint for a
-// refused token.
+// fail prints err and returns its exit status (exitStatus), with a hint
+// for a refused token. With --json, the error also goes to stdout as the
+// API writes it ({"error", "fields"}), so that a script can read the
+// fields.
 func (c *clientCmd) fail(err error) int {
 	fmt.Fprintf(c.stderr, "%s: %v\n", c.name, err)
+	if c.json {
+		c.printJSON(jsonError(err, ""))
+	}
 	var api *refreshhttp.APIError
 	if errors.As(err, &api) {
 		switch api.StatusCode {
@@ -170,7 +176,38 @@ func (c *clientCmd) fail(err error) int {
 			fmt.Fprintln(c.stderr, "(the token is known, but may not do this)")
 		}
 	}
+	return exitStatus(err)
+}
+
+// exitStatus is the exit status of a client command that failed with err:
+// 2 when the server refused the input (an answer 400 or 413, whose error
+// names the field and the rule), as for input the command refuses itself;
+// 1 for every other failure (a model not found, a refused token, a
+// conflict, the server or the network).
+func exitStatus(err error) int {
+	if refresh.ErrorCode(err) == refresh.EINVALID {
+		return 2
+	}
 	return 1
+}
+
+// apiError is an error as the API writes it, with the id it concerns when
+// a command acts on several.
+type apiError struct {
+	ID     string               `json:"id,omitempty"`
+	Error  string               `json:"error"`
+	Fields []refresh.FieldError `json:"fields,omitempty"`
+}
+
+// jsonError returns err as the API writes it; id, if not "", names the
+// model or dead letter it concerns.
+func jsonError(err error, id string) apiError {
+	out := apiError{ID: id, Error: err.Error()}
+	var api *refreshhttp.APIError
+	if errors.As(err, &api) {
+		out.Fields = api.Fields
+	}
+	return out
 }
 
 // printJSON prints v as indented JSON.
@@ -356,26 +393,29 @@ func (c *clientCmd) modelsAct(ctx context.Context, action string, args []string)
 	case !bulk && len(ids) == 0:
 		c.fs.Usage()
 		return 2
+	case bulk && req.Selector == (refreshhttp.BulkSelector{}) && !req.All:
+		fmt.Fprintf(c.stderr, "%s: name the models to %s: a selector flag (--prefix, --queue, --state, --overdue), or --all for every model\n", c.name, action)
+		return 2
 	case bulk:
 		req.Reason = *reason
 		return c.modelsBulk(ctx, action, req)
 	}
 	var results []refreshhttp.ActResult
-	failed := false
+	answers := []any{} // with --json: each result, or the API's error
+	status := 0
 	for _, id := range ids {
 		res, err := c.client.ActWithReason(ctx, id, action, *reason)
 		if err != nil {
-			failed = true
+			status = max(status, exitStatus(err))
 			fmt.Fprintf(c.stderr, "%s: %s: %v\n", c.name, id, err)
+			answers = append(answers, jsonError(err, id))
 			continue
 		}
 		results = append(results, res)
+		answers = append(answers, res)
 	}
 	if c.json {
-		if results == nil {
-			results = []refreshhttp.ActResult{}
-		}
-		c.printJSON(results)
+		c.printJSON(answers)
 	} else if len(results) > 0 {
 		tw := newTable(c.stdout)
 		tw.row("ID", "CHANGED", "STATE", "NEXT RUN", "WHY")
@@ -388,14 +428,27 @@ func (c *clientCmd) modelsAct(ctx context.Context, action string, args []string)
 			if len(r.Model.NextRuns) > 0 {
 				next = r.Model.NextRuns[0]
 			}
-			tw.row(r.Model.ID, changed, modelState(r.Model.Model), formatTime(next, zoneOf(r.Model.Model)), r.Decision.Why)
+			loc := zoneOf(r.Model.Model)
+			tw.row(r.Model.ID, changed, modelState(r.Model.Model), formatTime(next, loc), inZone(r.Decision.Why, loc))
 		}
 		tw.flush()
 	}
-	if failed {
-		return 1
-	}
-	return 0
+	return status
+}
+
+// rfc3339UTC matches the times a decision's why writes: RFC 3339 in UTC.
+var rfc3339UTC = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b`)
+
+// inZone returns the text why with its times written as the tables write
+// them, in loc, so that a why reads in the zone of the NEXT RUN beside it.
+func inZone(why string, loc *time.Location) string {
+	return rfc3339UTC.ReplaceAllStringFunc(why, func(s string) string {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return s
+		}
+		return formatTime(refreshhttp.Time(t), loc)
+	})
 }
 
 // modelsBulk applies a bulk action and says what it did: exit status 1
@@ -437,7 +490,10 @@ func (c *clientCmd) modelsDelete(ctx context.Context, args []string) int {
 	for _, id := range ids {
 		if err := c.client.DeleteWithReason(ctx, id, *reason); err != nil {
 			fmt.Fprintf(c.stderr, "%s: %s: %v\n", c.name, id, err)
-			status = 1
+			if c.json {
+				c.printJSON(jsonError(err, id))
+			}
+			status = max(status, exitStatus(err))
 			continue
 		}
 		if !c.json {
@@ -564,7 +620,7 @@ func nextPlan(a refreshhttp.Attempt, scheduled bool) string {
 	case refresh.DecisionDisable:
 		return "disabled"
 	}
-	if a.Outcome == refresh.OutcomeSuccess && scheduled {
+	if (a.Outcome == refresh.OutcomeSuccess || a.Outcome == refresh.AttemptUnchanged) && scheduled {
 		return "next scheduled run"
 	}
 	return "-"
@@ -705,31 +761,25 @@ func printExtensions(tw *table, m refreshhttp.ModelWithRuns, both func(refreshht
 	}
 }
 
-// modelState names where a model stands, by the precedence of the API's
-// state: disabled, paused, running, snoozed, retrying, waiting for a slot,
-// due (its next run has come), scheduled, idle (nothing planned).
+// modelState writes the state the API computed for a model (its state
+// field: disabled, paused, running, snoozed, retrying, waiting_for_slot,
+// scheduled or idle), with the attempt of a running model and the failures
+// of a retrying one. It never reads the local clock: the server's is the
+// one that counts.
 func modelState(m refreshhttp.Model) string {
-	switch {
-	case m.Disabled:
-		return "disabled"
-	case m.Paused && m.Running:
-		return "paused, running"
-	case m.Paused:
-		return "paused"
-	case m.Running:
-		return fmt.Sprintf("running (attempt %d)", m.AttemptNo)
-	case m.State == refresh.PhaseSnoozed:
-		return "snoozed"
-	case m.ConsecutiveFailures > 0 && !time.Time(m.RefreshAt).IsZero():
-		return fmt.Sprintf("retrying (%d failed)", m.ConsecutiveFailures)
-	case m.WaitingForSlot:
-		return "waiting for a slot"
-	case !time.Time(m.RefreshAt).IsZero() && !time.Time(m.RefreshAt).After(time.Now()):
-		return "due"
-	case !time.Time(m.RefreshAt).IsZero() || !time.Time(m.DebounceAt).IsZero():
-		return "scheduled"
+	switch m.State {
+	case "":
+		return "-"
+	case refresh.PhaseRunning:
+		return fmt.Sprintf("%s (attempt %d)", m.State, m.AttemptNo)
+	case refresh.PhaseRetrying:
+		return fmt.Sprintf("%s (%d failed)", m.State, m.ConsecutiveFailures)
+	case refresh.PhasePaused:
+		if m.Running {
+			return fmt.Sprintf("%s (attempt %d still running)", m.State, m.AttemptNo)
+		}
 	}
-	return "idle"
+	return m.State
 }
 
 // zoneOf returns the zone of a model's policy, UTC if it names none (or

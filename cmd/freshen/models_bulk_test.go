@@ -47,10 +47,10 @@ func TestE2EBulkAndAuditCLI(t *testing.T) {
 
 	// Refused input is named, and nothing is done.
 	code, _, errOut = cli(t, p, "writer", "", "models", "pause", "--state", "asleep")
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "selector.state: must be one of disabled, paused, running")
 	code, _, errOut = cli(t, p, "writer", "", "models", "pause", "--queue", "tables", "--reason", strings.Repeat("x", 501))
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "reason: must be at most 500 bytes, got 501")
 	code, _, errOut = cli(t, p, "writer", "", "models", "pause", "acme-1", "--prefix", "acme-")
 	require.Equal(t, 2, code)

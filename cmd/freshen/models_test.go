@@ -265,7 +265,7 @@ func TestE2EModelsCLI(t *testing.T) {
 	// A refused body names the field and the rule.
 	code, out, errOut = cli(t, p, "admin", `{"policy": {"retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 0.5}}}}`,
 		"models", "put", "bad-1")
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code, "refused input")
 	require.Empty(t, out)
 	require.Equal(t, "freshen models put: policy.retry.backoff.multiplier: must be >= 1, got 0.5\n", errOut)
 
@@ -371,8 +371,9 @@ func TestE2EModelsCLI(t *testing.T) {
 	require.Equal(t, "freshen models trigger: nope-1: model \"nope-1\" not found\n", errOut)
 	var acts []refreshhttp.ActResult
 	require.NoError(t, json.Unmarshal([]byte(out), &acts))
-	require.Len(t, acts, 1)
+	require.Len(t, acts, 2, "the result, then the error")
 	require.True(t, acts[0].Changed)
+	require.Contains(t, out, `"error": "model \"nope-1\" not found"`)
 
 	// delete needs admin.
 	code, _, errOut = cli(t, p, "writer", "", "models", "delete", "plain-1")
