@@ -52,11 +52,12 @@ func (r *replayFlags) set(fs *flag.FlagSet) bool {
 
 // runReplay is `freshen simulate --model ID --policy FILE [--since P30D]
 // [--until TIME]`: it reads the model and its newest attempts from the API,
-// replays the period under the policy of FILE (scenarios.RunReplay) and
-// prints the recorded and the replayed timelines side by side in format.
+// replays the period under the policy of FILE (scenarios.RunReplay) with
+// the global limits lim (the limit flags, as the server's) and prints the
+// recorded and the replayed timelines side by side in format.
 // Bad flags and an invalid policy exit with status 2 before any request; a
 // model not found, a refused token or a period without attempts with 1.
-func runReplay(ctx context.Context, c *clientCmd, args []string, r replayFlags, format string, maxEntries int) int {
+func runReplay(ctx context.Context, c *clientCmd, args []string, r replayFlags, lim refresh.Limits, format string, maxEntries int) int {
 	bad := func(format string, a ...any) int {
 		fmt.Fprintf(c.stderr, "freshen simulate: "+format+"\n", a...)
 		return 2
@@ -91,7 +92,6 @@ func runReplay(ctx context.Context, c *clientCmd, args []string, r replayFlags, 
 	if err != nil {
 		return bad("--policy: %v", err)
 	}
-	lim := refresh.DefaultLimits()
 	if _, err := refresh.ParsePolicy(policy, lim); err != nil {
 		return bad("invalid policy (--policy %s): %v", r.policy, err)
 	}

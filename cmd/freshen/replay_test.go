@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -116,4 +117,43 @@ func TestSimulateReplayBadInput(t *testing.T) {
 			require.Empty(t, stdout.String())
 		})
 	}
+}
+
+// A server run with --min-interval 10s holds a model that runs every 10
+// seconds: its replay checks the proposed policy against the limit flags,
+// the same as serve's, so the model's own schedule replays once simulate
+// is given the server's --min-interval.
+func TestSimulateReplayLimits(t *testing.T) {
+	t.Parallel()
+	lim := refresh.DefaultLimits()
+	lim.MinInterval = 10 * time.Second
+	spec, err := scenarios.ParseSpec([]byte(`{"start": "2026-03-01T00:00:00Z", "until": "2026-03-01T00:10:00Z",
+		"model": {"id": "fast-1", "policy": {"schedule": "FREQ=SECONDLY;INTERVAL=10", "timeout": "5s"}}}`), lim)
+	require.NoError(t, err)
+	store := memory.NewStore()
+	_, err = scenarios.Run(context.Background(), spec, lim, scenarios.WithStore(store))
+	require.NoError(t, err)
+	svc := &refresh.Service{Store: store, Clock: refresh.NewVirtualClock(spec.Until), Limits: lim}
+	srv := httptest.NewServer(refreshhttp.NewServer(svc))
+	t.Cleanup(srv.Close)
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	require.NoError(t, os.WriteFile(policy, []byte(`{"schedule": "FREQ=SECONDLY;INTERVAL=10", "timeout": "5s", "retry": {"delays": []}}`), 0o600))
+	args := []string{"simulate", "--model", "fast-1", "--policy", policy, "--since", "PT1H", "--until", "2026-03-01T00:10:00Z",
+		"--format", "table", "--server", srv.URL}
+
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, nil, &stdout, &stderr)
+	require.Equal(t, 2, code, "under the default limits: %s", stderr.String())
+	require.Contains(t, stderr.String(), "policy.schedule")
+
+	stdout.Reset()
+	stderr.Reset()
+	code = run(context.Background(), append(args, "--min-interval", "10s"), nil, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.NotEmpty(t, stdout.String())
+
+	stderr.Reset()
+	code = run(context.Background(), append(args, "--min-interval", "0s"), nil, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.Equal(t, "freshen simulate: --min-interval: must be > 0, got 0\n", stderr.String())
 }

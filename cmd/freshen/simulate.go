@@ -19,7 +19,9 @@ const simulateUsage = `usage: freshen simulate [-f spec.json] [--format json|tab
 Runs one model (or several, with upstreams) through the real scheduler loop on a virtual
 clock and prints its timeline.
 With --model, replays the model's recorded attempts of the period (read from the API)
-under the policy of FILE, beside what really happened.`
+under the policy of FILE, beside what really happened.
+The global limits (--max-retries, --min-interval, ...) are those of freshen serve, with
+the same flags and defaults: give simulate the limit flags your server runs with.`
 
 // runSimulate is `freshen simulate [-f spec.json] [--format json|table|mermaid]
 // [--max-entries N]`, or with --model the replay of a model's history
@@ -34,6 +36,8 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	c := &clientCmd{name: "freshen simulate", stdin: stdin, stdout: stdout, stderr: stderr, fs: fs}
 	var r replayFlags
 	r.define(fs, c)
+	var lim refresh.Limits
+	limitFlags(fs, &lim)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, simulateUsage)
 		fs.PrintDefaults()
@@ -56,12 +60,16 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintf(stderr, "freshen simulate: --format must be json, table or mermaid, got %q\n", *format)
 		return 2
 	}
+	if err := checkLimits(lim); err != nil {
+		fmt.Fprintf(stderr, "freshen simulate: %v\n", err)
+		return 2
+	}
 	if r.model != "" || r.policy != "" {
 		if *file != "" {
 			fmt.Fprintln(stderr, "freshen simulate: -f goes without --model (a spec, or a replay, not both)")
 			return 2
 		}
-		return runReplay(ctx, c, args, r, *format, *maxEntries)
+		return runReplay(ctx, c, args, r, lim, *format, *maxEntries)
 	}
 	if r.set(fs) {
 		fmt.Fprintln(stderr, "freshen simulate: --since, --until, --server and --token go with --model")
@@ -78,7 +86,6 @@ func runSimulate(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		fmt.Fprintf(stderr, "freshen simulate: %v\n", err)
 		return 2
 	}
-	lim := refresh.DefaultLimits()
 	spec, err := scenarios.ParseSpec(data, lim)
 	if err != nil {
 		fmt.Fprintf(stderr, "freshen simulate: invalid spec: %v\n", err)
