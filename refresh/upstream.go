@@ -119,8 +119,8 @@ const maxWaitClauses = 5
 // any mode, all of them. Each reads "orders, whose refresh is disabled:
 // <its disabled reason>", "orders, whose refresh is paused", "orders,
 // which does not exist" or "orders to refresh", e.g. "waiting for orders,
-// whose refresh is disabled: Refresh disabled after 3 failed attempt(s):
-// upstream 503". At most 5 are named, then "and N more". The API, the CLI
+// whose refresh is disabled: Refresh disabled after 3 failed
+// attempt(s).". At most 5 are named, then "and N more". The API, the CLI
 // and the dashboard show it next to the model.
 func UpstreamWaiting(dep Model, ups map[string]Upstream) string {
 	if len(dep.Upstreams) == 0 || UpstreamsReady(dep, ups) {
