@@ -73,3 +73,77 @@ func TestSuccessRecovered(t *testing.T) {
 	require.Equal(t, []string{"succeeded", "recovered"}, events[0].Lifecycle())
 	require.False(t, run("u5", refresh.Success).Recovered, "the streak has ended")
 }
+
+func TestParseEventNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in, want string // want: String() of the set
+		has, hasNot []string
+	}{
+		{in: "all", want: "all", has: refresh.LifecycleNames},
+		{in: "none", want: "none", hasNot: refresh.LifecycleNames},
+		{in: "failed,disabled", want: "failed,disabled", has: []string{"failed", "disabled"}, hasNot: []string{"started", "succeeded", "create"}},
+		{in: " disabled , failed ", want: "failed,disabled"},
+		{in: "-started,-succeeded", has: []string{"create", "failed", "recovered", "freshness_lost"}, hasNot: []string{"started", "succeeded"}},
+	} {
+		n, err := refresh.ParseEventNames(tc.in)
+		require.NoError(t, err, tc.in)
+		if tc.want != "" {
+			require.Equal(t, tc.want, n.String(), tc.in)
+		}
+		for _, name := range tc.has {
+			require.True(t, n.Has(name), "%s has %s", tc.in, name)
+		}
+		for _, name := range tc.hasNot {
+			require.False(t, n.Has(name), "%s has not %s", tc.in, name)
+		}
+		again, err := refresh.ParseEventNames(n.String())
+		require.NoError(t, err)
+		require.Equal(t, n, again, "String reads back")
+	}
+	for in, want := range map[string]string{
+		"":                  `must be all, none, or lifecycle names separated by commas, got ""`,
+		"strated":           `must be all, none, or names separated by commas, each one of create, update, started,`,
+		"failed,,disabled":  `got ""`,
+		"failed,-succeeded": `must not mix names and -names (every name but some), got "failed,-succeeded"`,
+		"-started,failed":   `must not mix names and -names`,
+		"-all":              `got "-all"`,
+	} {
+		_, err := refresh.ParseEventNames(in)
+		require.ErrorContains(t, err, want, in)
+	}
+	require.Equal(t, refresh.EventNames{}, refresh.EventNames{}.With("started"), "all stays all")
+	require.Equal(t, "started,failed", refresh.NoEventNames().With("failed", "started", "no_such_name").String())
+}
+
+// An event is wanted when one of its names is subscribed, and kept for the
+// outbox also when the Publisher revokes its attempt.
+func TestEventNamesKeeps(t *testing.T) {
+	t.Parallel()
+	perCycle, err := refresh.ParseEventNames("-started,-succeeded")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		names       refresh.EventNames
+		e           refresh.Event
+		wants, keep bool
+	}{
+		{refresh.EventNames{}, refresh.Event{Type: refresh.EventStart}, true, true},
+		{perCycle, refresh.Event{Type: refresh.EventStart}, false, false},
+		{perCycle, refresh.Event{Type: refresh.EventSuccess}, false, false},
+		{perCycle, refresh.Event{Type: refresh.EventSuccess, Recovered: true}, true, true},
+		{perCycle, refresh.Event{Type: refresh.EventFailure, Decision: refresh.DecisionRetry}, true, true},
+		{refresh.NoEventNames().With("retry_scheduled"), refresh.Event{Type: refresh.EventFailure, Decision: refresh.DecisionRetry}, true, true},
+		{refresh.NoEventNames().With("retry_scheduled"), refresh.Event{Type: refresh.EventFailure, Decision: refresh.DecisionDisable}, false, false},
+		{refresh.NoEventNames(), refresh.Event{Type: refresh.EventTrigger}, false, false},
+		{refresh.NoEventNames(), refresh.Event{Type: refresh.EventTrigger, AttemptUID: "u"}, false, true},
+		{refresh.NoEventNames(), refresh.Event{Type: refresh.EventCancel, AttemptUID: "u"}, false, true},
+		{refresh.NoEventNames(), refresh.Event{Type: refresh.EventDelete, AttemptUID: "u"}, false, true},
+		{refresh.NoEventNames(), refresh.Event{Type: "some_new_event"}, true, true},
+	} {
+		require.Equal(t, tc.wants, tc.names.Wants(tc.e), "%s wants %s/%s", tc.names, tc.e.Type, tc.e.Decision)
+		require.Equal(t, tc.keep, tc.names.Keeps(tc.e), "%s keeps %s/%s", tc.names, tc.e.Type, tc.e.Decision)
+	}
+	require.True(t, refresh.Event{Type: refresh.EventSuccess}.Propagates())
+	require.False(t, refresh.Event{Type: refresh.EventSuccess, Unchanged: true}.Propagates())
+	require.False(t, refresh.Event{Type: refresh.EventStart}.Propagates())
+}

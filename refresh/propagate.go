@@ -23,7 +23,7 @@ func (s *Service) Propagate(ctx context.Context, events []Event) (int, error) {
 	var changed []string // in the order of the events
 	seen := map[string]bool{}
 	for _, e := range events {
-		if e.Type == EventSuccess && !e.Unchanged && !seen[e.ModelID] {
+		if e.Propagates() && !seen[e.ModelID] {
 			seen[e.ModelID] = true
 			changed = append(changed, e.ModelID)
 		}

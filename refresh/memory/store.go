@@ -25,6 +25,7 @@ type Store struct {
 	models   map[string]refresh.Model
 	attempts map[string][]refresh.Attempt // by model id, oldest first
 	events   []refresh.Event              // written, not yet taken
+	names    refresh.EventNames           // the names subscribed (SetEvents)
 	taking   bool                         // a TakeEvents call is running
 	audit    auditLog                     // audit entries, kept after their model
 	limits   map[[2]string]refresh.Limit  // by kind and key
@@ -472,8 +473,8 @@ func (s *Store) TakeEvents(_ context.Context, limit int, fn func([]refresh.Event
 
 // write stores a batch; the caller holds s.mu.
 func (s *Store) write(b refresh.Batch) {
-	s.events = append(s.events, b.Events...)
 	s.audit.add(b.Audit)
+	defer s.keepEvents(b.Events) // after the models, whose dependents it reads
 	for _, c := range b.Changes {
 		if c.Delete {
 			delete(s.models, c.Model.ID)

@@ -11,3 +11,7 @@ import (
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(*testing.T) refresh.Store { return memory.NewStore() })
 }
+
+func TestStoreEventNames(t *testing.T) {
+	storetest.RunEventNames(t, func(*testing.T) storetest.EventsStore { return memory.NewStore() })
+}

@@ -3,12 +3,15 @@ package postgres
 import (
 	"encoding/json"
 	"errors"
-	"github.com/freshen-dev/freshen/internal/jsonenc"
+	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/freshen-dev/freshen/internal/jsonenc"
 	"github.com/freshen-dev/freshen/refresh"
 )
 
@@ -35,6 +38,72 @@ func appendEvents(b []byte, events []refresh.Event) ([]byte, error) {
 		}
 	}
 	return append(b, ']'), nil
+}
+
+// insertEvents writes one outbox row.
+const insertEvents = `INSERT INTO outbox (events) VALUES ($1)`
+
+// insertPropagated writes the outbox row of successes that only the
+// upstream triggers need, if one of their models ($2) has dependents:
+// through the index models_upstreams, which holds nothing when no model
+// has upstreams.
+const insertPropagated = `INSERT INTO outbox (events) SELECT $1 WHERE EXISTS (SELECT FROM models WHERE upstreams && $2::text[])`
+
+// queueEvents queues on b the writes of events to the outbox under names,
+// and returns how many statements it queued (0 to 2). The events a
+// subscriber or the Publisher needs (refresh.EventNames.Keeps) go in one
+// row; the successes kept only for their upstream triggers
+// (refresh.Event.Propagates) in another, written only if one of their
+// models has dependents. Any other event costs nothing: it is not encoded.
+func queueEvents(b *pgx.Batch, events []refresh.Event, names refresh.EventNames) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	if names == (refresh.EventNames{}) {
+		row, err := appendEvents(make([]byte, 0, 256*len(events)), events)
+		if err != nil {
+			return 0, fmt.Errorf("encode %d events: %w", len(events), err)
+		}
+		b.Queue(insertEvents, row)
+		return 1, nil
+	}
+	var kept, propagated []byte
+	var ids []string
+	for i := range events {
+		e := &events[i]
+		var err error
+		switch {
+		case names.Keeps(*e):
+			kept, err = appendElem(kept, e)
+		case e.Propagates():
+			propagated, err = appendElem(propagated, e)
+			ids = append(ids, e.ModelID)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("encode the event of model %s: %w", e.ModelID, err)
+		}
+	}
+	n := 0
+	if kept != nil {
+		b.Queue(insertEvents, append(kept, ']'))
+		n++
+	}
+	if propagated != nil {
+		b.Queue(insertPropagated, append(propagated, ']'), ids)
+		n++
+	}
+	return n, nil
+}
+
+// appendElem appends e to the JSON array being written in b: b is nil
+// before its first element, and lacks the closing bracket.
+func appendElem(b []byte, e *refresh.Event) ([]byte, error) {
+	if b == nil {
+		b = append(make([]byte, 0, 1024), '[')
+	} else {
+		b = append(b, ',')
+	}
+	return appendEvent(b, e)
 }
 
 // appendEvent appends the JSON of e to b, as json.Marshal encodes it.

@@ -46,6 +46,8 @@ type Store struct {
 	policies policyCache
 	// slots is what ClaimDue last read of whether limits exist.
 	slots slotCache
+	// events are the lifecycle names written to the outbox (SetEvents).
+	events refresh.EventNames
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -77,6 +79,14 @@ func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 // with the limits the API writes with. Without it policies are read under
 // refresh.DefaultLimits.
 func (s *Store) SetLimits(lim refresh.Limits) { s.policies.setLimits(lim) }
+
+// SetEvents sets the lifecycle names someone subscribes to (the events
+// stream's and the webhooks'): the outbox gets an event only if one of its
+// names is in names, if the Publisher revokes its attempt, or if it is a
+// success that changed the data of a model with dependents (with the other
+// such successes of its batch, see queueEvents). Call it before use;
+// without it every event is written.
+func (s *Store) SetEvents(names refresh.EventNames) { s.events = names }
 
 // Ping checks that the database answers, with an *refresh.Error of code
 // EUNAVAILABLE if it does not.
@@ -578,7 +588,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return len(due), err
 	}
 	// Without BeforeCommitFunc the commit goes with the writes.
-	if err := write(ctx, tx, locked, b); err != nil {
+	if err := write(ctx, tx, locked, b, s.events); err != nil {
 		return len(due), storeError("claim due models", err)
 	}
 	if b.BeforeCommitFunc != nil {
@@ -823,7 +833,7 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 	if err != nil {
 		return err
 	}
-	if err := write(ctx, tx, locked, b); err != nil {
+	if err := write(ctx, tx, locked, b, s.events); err != nil {
 		if errors.Is(err, errCreated) {
 			return err
 		}

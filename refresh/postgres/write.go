@@ -118,7 +118,8 @@ func dueAt(m refresh.Model) time.Time {
 // of them updates it (or deletes it, with its history), any other change
 // creates its model (errCreated if it exists by then). When several
 // changes name the same model, or several attempts the same uid, the last
-// one wins. The batch's events go to the outbox as one row. If a written
+// one wins. The batch's events go to the outbox (queueEvents: those that
+// names and the Publisher need, in one row). If a written
 // model can become due earlier than before, write notifies NotifyChannel.
 //
 // History rows: the end of an attempt inserts its row (or completes the row
@@ -127,7 +128,7 @@ func dueAt(m refresh.Model) time.Time {
 // is the model's own, and History shows it from there until its end writes
 // the row, in the same transaction as the model change that ends it. Any
 // other start inserts its row.
-func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) error {
+func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, names refresh.EventNames) error {
 	locked := held.models
 	changes := batch.Changes
 	// Without a hook to call before the commit, the commit goes with the
@@ -224,14 +225,6 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 			}
 		}
 	}
-	var outbox []byte
-	if len(batch.Events) > 0 {
-		var err error
-		if outbox, err = appendEvents(make([]byte, 0, 256*len(batch.Events)), batch.Events); err != nil {
-			return fmt.Errorf("encode %d events: %w", len(batch.Events), err)
-		}
-	}
-
 	b := &pgx.Batch{}
 	if len(deletes) > 0 {
 		b.Queue(`DELETE FROM models WHERE id = ANY($1)`, deletes)
@@ -249,8 +242,9 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 	if len(ends.uid) > 0 {
 		b.Queue(endAttempts, ends.args()...)
 	}
-	if outbox != nil {
-		b.Queue(`INSERT INTO outbox (events) VALUES ($1)`, outbox)
+	outbox, err := queueEvents(b, batch.Events, names)
+	if err != nil {
+		return err
 	}
 	audited, err := queueAudit(b, batch.Audit)
 	if err != nil {
@@ -302,7 +296,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch) e
 				return fmt.Errorf("end %d attempts: %w", len(ends.uid), err)
 			}
 		}
-		if outbox != nil {
+		for range outbox {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("write %d events: %w", len(batch.Events), err)
 			}
