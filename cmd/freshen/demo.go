@@ -143,7 +143,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		return fmt.Errorf("embedded redis: %w", err)
 	}
 
-	view := newDemoView(out, end)
+	view := newDemoView(out, end, cfg.Speed)
 	store := memory.NewStore()
 	metrics := &refresh.Metrics{}
 
@@ -157,7 +157,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		}
 	}
 
-	clock := refresh.NewScaledClock(cfg.Start, cfg.Speed)
+	clock := newDemoClock(cfg.Start, cfg.Speed)
 	redisQueue, err := queue.New(client, queue.Options{Consumer: "demo", Clock: clock, Logger: quiet})
 	if err != nil {
 		return err
@@ -187,9 +187,15 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	}
 	svc = &refresh.Service{Store: store, Clock: clock, Logger: quiet, Metrics: metrics, WakeFunc: scheduler.Wake, EventsFunc: publisher.Wake}
 
+	// runCtx runs the system (loops, workers, HTTP), storyCtx what the
+	// story adds to it (the edits, the person on call, the live view): the
+	// story ends at end, the system when ctx ends or, without --addr, with
+	// the story.
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
+	storyCtx, stopStory := context.WithCancel(runCtx)
+	defer stopStory()
+	var wg, storyWG sync.WaitGroup
 	goRun := func(f func()) { wg.Go(f) }
 	goRun(func() { _ = scheduler.Start(runCtx) })
 	goRun(func() { _ = consumer.Start(runCtx) })
@@ -209,10 +215,11 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		}
 		goRun(func() { _ = w.Run(runCtx) })
 	}
-	goRun(func() { editThumbnail(runCtx, svc, clock, cfg) })
-	goRun(func() { showEvents(runCtx, view, clock) })
-	goRun(func() { operator(runCtx, svc, clock, story) })
+	storyWG.Go(func() { editThumbnail(storyCtx, svc, clock, cfg) })
+	storyWG.Go(func() { showEvents(storyCtx, view, clock) })
+	storyWG.Go(func() { operator(storyCtx, svc, clock, story) })
 
+	var addr string
 	if cfg.Addr != "" {
 		ln, err := net.Listen("tcp", cfg.Addr)
 		if err != nil {
@@ -226,7 +233,9 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 			<-runCtx.Done()
 			_ = srv.Close()
 		})
-		view.printf("HTTP API on http://%s (try GET /models); dashboard on http://%s/ui/\n\n", ln.Addr(), ln.Addr())
+		addr = ln.Addr().String()
+		view.printf("HTTP API on http://%s (try GET /models); dashboard on http://%s/ui/\n", addr, addr)
+		view.printf("Both keep serving after the story, at real speed, until Ctrl-C.\n\n")
 	}
 
 	started := time.Now()
@@ -234,17 +243,30 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	case <-ctx.Done():
 	case <-clock.After(end.Sub(clock.Now())):
 	}
-	stop()
-	wg.Wait()
+	serving := cfg.Addr != "" && ctx.Err() == nil
+	if serving {
+		clock.SetSpeed(1)
+	} else {
+		stop()
+	}
+	stopStory()
+	storyWG.Wait()
 	view.close()
+	took := time.Since(started)
 
 	disabled := true
-	models, err := store.List(context.Background(), refresh.Filter{Disabled: &disabled, Limit: 1000})
-	if err != nil {
-		return err
+	models, err := store.List(context.WithoutCancel(ctx), refresh.Filter{Disabled: &disabled, Limit: 1000})
+	if err == nil {
+		view.summary(cfg.Duration, took, models)
 	}
-	view.summary(cfg.Duration, time.Since(started), models)
-	return nil
+	if serving {
+		view.printf("\nThe story is over. The API and the dashboard keep serving on http://%s, the clock at real speed\n"+
+			"from %s: a trigger runs as it would in production. Ctrl-C stops the demo.\n", addr, clockTime(clock.Now()))
+		<-ctx.Done()
+	}
+	stop()
+	wg.Wait()
+	return err
 }
 
 // teeQueue publishes lifecycle events to Redis and also hands them to the

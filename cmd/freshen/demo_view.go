@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,24 @@ type demoView struct {
 	total   modelTally
 	stale   int
 	disable []refresh.Event
+
+	// planned holds each model's next planned start, from its last event,
+	// to measure how late its next start came (lateness).
+	planned map[string]time.Time
+	speed   float64
+	late    lateness
+}
+
+// lateBound is how late, in virtual time, a start may come before the
+// view says that the demo falls behind its clock: the view shows times to
+// the minute, so a start two minutes late shows.
+const lateBound = 2 * time.Minute
+
+// lateness counts the starts that came more than lateBound after their
+// planned time, and the latest of them.
+type lateness struct {
+	starts int
+	worst  time.Duration
 }
 
 // modelTally counts the attempts of one model.
@@ -37,8 +56,9 @@ type modelTally struct {
 	starts, successes, failures, timeouts, retries, disables int
 }
 
-func newDemoView(out io.Writer, end time.Time) *demoView {
-	return &demoView{out: out, end: end, started: map[string]time.Time{}, models: map[string]*modelTally{}}
+func newDemoView(out io.Writer, end time.Time, speed float64) *demoView {
+	return &demoView{out: out, end: end, speed: speed, started: map[string]time.Time{}, models: map[string]*modelTally{},
+		planned: map[string]time.Time{}}
 }
 
 // header prints what the demo is about to do.
@@ -84,6 +104,7 @@ func (v *demoView) flush(upTo time.Time) {
 		for _, line := range v.lines(e) {
 			fmt.Fprintf(v.out, "%s  %-12s %-10s %s\n", clockTime(e.At), e.ModelID, line[0], line[1])
 		}
+		v.measure(e)
 	}
 	v.pending = append(v.pending[:0], v.pending[n:]...)
 }
@@ -131,6 +152,46 @@ func (v *demoView) count(e refresh.Event) {
 	}
 }
 
+// measure notes the planned start that e leaves, or how late a start came
+// after it; the first start later than lateBound prints a warning.
+func (v *demoView) measure(e refresh.Event) {
+	switch e.Type {
+	case refresh.EventStart:
+		planned, ok := v.planned[e.ModelID]
+		delete(v.planned, e.ModelID)
+		late := e.At.Sub(planned)
+		if !ok || late <= lateBound {
+			return
+		}
+		v.late.starts++
+		if v.late.worst < late {
+			v.late.worst = late
+		}
+		if v.late.starts == 1 {
+			fmt.Fprintf(v.out, "(the demo falls behind its clock: this start came %s after its planned %s; this host\n"+
+				" cannot keep up with --speed %g: try --speed %g)\n", duration(late), clockTime(planned), v.speed, v.slower())
+		}
+	case refresh.EventStale, refresh.EventStatus:
+	default:
+		if e.RefreshAt.IsZero() {
+			delete(v.planned, e.ModelID)
+		} else {
+			v.planned[e.ModelID] = e.RefreshAt
+		}
+	}
+}
+
+// slower returns a speed at which the latest start seen would have come
+// within lateBound, rounded down to two significant digits.
+func (v *demoView) slower() float64 {
+	s := v.speed * float64(lateBound) / float64(v.late.worst)
+	for p := 1.0; ; p *= 10 {
+		if s < 100*p {
+			return math.Max(1, math.Floor(s/p)*p)
+		}
+	}
+}
+
 // lines returns the (event, detail) lines of e.
 func (v *demoView) lines(e refresh.Event) [][2]string {
 	switch e.Type {
@@ -155,7 +216,7 @@ func (v *demoView) lines(e refresh.Event) [][2]string {
 		}
 		return lines
 	case refresh.EventStale:
-		return [][2]string{{"stale", "late outcome ignored (" + e.Kind + nonEmpty(e.Kind, ": ") + e.Message + ")"}}
+		return [][2]string{{"stale", "stale outcome ignored (" + e.Kind + nonEmpty(e.Kind, ": ") + e.Message + ")"}}
 	case refresh.EventTrigger:
 		why := "edited → refresh now"
 		if e.AttemptUID != "" {
@@ -224,6 +285,11 @@ func (v *demoView) summary(virtual, real time.Duration, disabled []refresh.Model
 	fmt.Fprintf(w, "  %s, %s, %s (%s), %s, %s, %s\n\n",
 		count(t.starts, "start"), count(t.successes, "success"), count(t.failures, "failure"), count(t.timeouts, "timeout"),
 		count(t.retries, "retry"), count(t.disables, "disable"), count(v.stale, "stale outcome"))
+	if v.late.starts > 0 {
+		fmt.Fprintf(w, "  The demo fell behind its clock: %s came more than %s late (at most %s);\n"+
+			"  this host cannot keep up with --speed %g: try --speed %g.\n\n", count(v.late.starts, "start"), duration(lateBound),
+			duration(v.late.worst), v.speed, v.slower())
+	}
 	ids := append([]string(nil), v.order...)
 	sort.Strings(ids)
 	fmt.Fprintf(w, "  %-12s %7s %10s %9s %8s %9s\n", "model", "starts", "successes", "failures", "retries", "disables")
