@@ -691,11 +691,11 @@ func caseThroughput(c *caseEnv) (string, error) {
 	start := c.k.clock.Now()
 	ids := make([]string, n)
 	for i := range ids {
-		if ids[i], err = c.put(fmt.Sprintf("b%d", i), map[string]any{}, ""); err != nil {
+		if ids[i], err = c.put(fmt.Sprintf("b%d", i), map[string]any{}, `{"timeout": "10m", "retry": {"delays": []}}`); err != nil {
 			return "", err
 		}
 	}
-	err = c.poll(caseBound/2, fmt.Sprintf("%d successes", n), func() (bool, error) { return c.k.tee.count(ids) == n, nil })
+	err = c.poll(caseBound-15*time.Second, fmt.Sprintf("%d successes", n), func() (bool, error) { return c.k.tee.count(ids) == n, nil })
 	took := c.k.clock.Now().Sub(start)
 	if err != nil {
 		return "", fmt.Errorf("%w (%d received)", err, c.k.tee.count(ids))

@@ -89,8 +89,9 @@ type kit struct {
 	log    *slog.Logger
 }
 
-// Names of the cases, in the order they are reported.
-func caseNames() []string {
+// CaseNames returns the names of the cases, in the order they are
+// reported.
+func CaseNames() []string {
 	names := make([]string, 0, len(cases))
 	for _, c := range cases {
 		names = append(names, c.name)
@@ -178,7 +179,7 @@ func selectCases(only []string, bench bool) ([]kitCase, error) {
 		}
 	}
 	for n := range want {
-		return nil, fmt.Errorf("conformance: no case %q (cases: %v)", n, caseNames())
+		return nil, fmt.Errorf("conformance: no case %q (cases: %v)", n, CaseNames())
 	}
 	return out, nil
 }
