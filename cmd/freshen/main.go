@@ -36,6 +36,7 @@ func commands() []command {
 		{"limits", "list, set and delete concurrency limits through the HTTP API", runLimits},
 		{"token", "make a bearer token for the API, or hash one", runToken},
 		{"work", "take the jobs of a queue and run a command for each", runWork},
+		{"conformance", "check that a worker command keeps the wire format's contract", runConformance},
 	}
 }
 
