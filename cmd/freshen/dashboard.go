@@ -11,11 +11,11 @@ import (
 )
 
 // withDashboard returns api with the dashboard mounted at /ui/: the same
-// service, tokens (nil: none) and dead letters, and the queue depths and
-// lifecycle events of q.
+// service, tokens (nil: none) and dead letters, the queue depths and
+// lifecycle events of q, and the options more (serve's sessions).
 func withDashboard(api http.Handler, svc *refresh.Service, auth *refreshhttp.Auth, dead refreshhttp.DeadLetters,
-	q *queue.Redis, log *slog.Logger) http.Handler {
-	opts := []ui.Option{ui.WithLogger(log), ui.WithQueues(q), ui.WithEvents(q)}
+	q *queue.Redis, log *slog.Logger, more ...ui.Option) http.Handler {
+	opts := append([]ui.Option{ui.WithLogger(log), ui.WithQueues(q), ui.WithEvents(q)}, more...)
 	if auth != nil {
 		opts = append(opts, ui.WithAuth(auth))
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/freshen-dev/freshen/queue"
 	"github.com/freshen-dev/freshen/refresh"
 	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
+	"github.com/freshen-dev/freshen/refresh/http/ui"
 	"github.com/freshen-dev/freshen/refresh/postgres"
 	"github.com/freshen-dev/freshen/refresh/webhook"
 )
@@ -122,6 +123,9 @@ type ServeConfig struct {
 	TokensFile string
 	Tokens     string
 	Insecure   bool
+	// SessionTTL is how long a dashboard session lasts after its sign-in;
+	// the sessions are kept in the database, for every instance.
+	SessionTTL time.Duration
 	// PprofAddr, if set, is the address of a second HTTP server that
 	// answers only the Go profiler's endpoints (/debug/pprof/...); Run
 	// refuses one beyond loopback unless Insecure (see pprof.go).
@@ -218,6 +222,7 @@ func NewMain(logOut io.Writer) *Main {
 			InstanceID:      defaultInstanceID(),
 			MaxSleep:        time.Minute,
 			ShutdownTimeout: 10 * time.Second,
+			SessionTTL:      ui.DefaultSessionTTL,
 			ConsumerLease:   queue.DefaultConsumerTimeout,
 			Retention: RetentionConfig{
 				HistoryMaxAge: refresh.DefaultHistoryMaxAge, HistoryMaxPerModel: refresh.DefaultHistoryMaxPerModel,
@@ -275,8 +280,9 @@ with the route's scope (read, write, admin) and, if the token has a prefix, a
 model id that starts with it. Without tokens, serve listens only on a loopback
 address unless --insecure is given.
 
-The dashboard is at /ui/: sign in there with a token (kept in a cookie for the
-browser session); its scopes and prefix apply as to the API.
+The dashboard is at /ui/: sign in there with a token; the browser keeps a session
+(kept in the database, --dashboard-session-ttl) in a cookie, never the token. Its
+scopes and prefix apply as to the API.
 
 The --db-* settings apply to every database connection. The idle-in-transaction
 timeout ends the session, and releases the locks, of an instance stopped in the
@@ -318,6 +324,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.TokensFile, "tokens-file", c.TokensFile, `file of the API's bearer tokens: a JSON array of {"name", "hash", "scopes", "prefix"} (see freshen token new)`)
 	fs.StringVar(&c.Tokens, "tokens", c.Tokens, "the API's bearer tokens as the text of a tokens file")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "serve the API without tokens, or the profiler (--pprof-addr), on an address beyond loopback")
+	durationVar(fs, &c.SessionTTL, "dashboard-session-ttl", c.SessionTTL, "how long a dashboard session lasts after its sign-in (sessions are kept in the database, for every instance)")
 	fs.IntVar(&c.GCMinHeapMiB, "gc-min-heap", c.GCMinHeapMiB, "least heap size, in MiB, at which the garbage collector starts a cycle; 0 leaves it to GOGC alone")
 	fs.IntVar(&c.MemoryLimitMiB, "memory-limit", c.MemoryLimitMiB, "Go's soft memory limit, in MiB: the garbage collector works harder near it (unset: 40, and 40 KiB a model of --batch-size beyond 1,000; 0 leaves it to GOMEMLIMIT)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "if set, listen address of a separate HTTP server with the Go profiler's endpoints (/debug/pprof/), without tokens: a loopback address (e.g. 127.0.0.1:6060) unless --insecure")
@@ -441,6 +448,8 @@ func (m *Main) ParseFlags(args []string) error {
 		return fmt.Errorf("--memory-limit: must be at least --gc-min-heap (%d), got %d", c.GCMinHeapMiB, c.MemoryLimitMiB)
 	case c.InstanceID == "":
 		return errors.New("--instance-id: must not be empty")
+	case c.SessionTTL <= 0:
+		return fmt.Errorf("--dashboard-session-ttl: must be > 0, got %s", c.SessionTTL)
 	case h.ResponseMiB < 1:
 		return fmt.Errorf("--http-response-mib: must be >= 1, got %d", h.ResponseMiB)
 	case h.MaxHeaderBytes < 1024:
@@ -656,7 +665,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.goLoop(func() { hooks.start(loopCtx) })
 	m.goLoop(func() { _ = m.queue.Heartbeat(loopCtx) })
 	m.goLoop(func() { m.listen(loopCtx, scheduler.Wake) })
-	m.router.open(withDashboard(api, svc, m.auth, m.queue, m.queue, log))
+	m.router.open(withDashboard(api, svc, m.auth, m.queue, m.queue, log, ui.WithSessions(store), ui.WithSessionTTL(c.SessionTTL)))
 	log.Info("serving", "addr", m.listener.Addr().String(), "instance_id", c.InstanceID,
 		"batch_size", c.BatchSize, "max_sleep", c.MaxSleep)
 	return nil

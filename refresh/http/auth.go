@@ -216,10 +216,15 @@ func (a *Auth) authenticate(r *http.Request) (Principal, *authError) {
 // take a token another way than the Authorization header (the dashboard's
 // cookie) check it with Lookup.
 func (a *Auth) Lookup(token string) (Principal, bool) {
-	sum := sha256.Sum256([]byte(token))
+	return a.lookupDigest(sha256.Sum256([]byte(token)))
+}
+
+// lookupDigest returns the principal of the token whose SHA-256 is digest,
+// comparing it with every known one in constant time.
+func (a *Auth) lookupDigest(digest [sha256.Size]byte) (Principal, bool) {
 	found := -1
 	for i := range a.tokens {
-		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].digest[:]) == 1 {
+		if subtle.ConstantTimeCompare(digest[:], a.tokens[i].digest[:]) == 1 {
 			found = i
 		}
 	}
@@ -227,6 +232,20 @@ func (a *Auth) Lookup(token string) (Principal, bool) {
 		return Principal{}, false
 	}
 	return a.tokens[found].p, true
+}
+
+// LookupHash returns the principal of the token whose Token.Hash is hash
+// ("sha256:<64 hex digits>", any case), and false when a knows no such
+// token: the dashboard checks the token a session was opened with at each
+// of its requests, so that a token removed from the configuration ends
+// its sessions.
+func (a *Auth) LookupHash(hash string) (Principal, bool) {
+	var digest [sha256.Size]byte
+	raw, ok := strings.CutPrefix(strings.ToLower(hash), hashPrefix)
+	if n, err := hex.Decode(digest[:], []byte(raw)); !ok || err != nil || n != sha256.Size || len(raw) != 2*sha256.Size {
+		return Principal{}, false
+	}
+	return a.lookupDigest(digest)
 }
 
 // Require is the middleware: it passes to next the requests whose bearer

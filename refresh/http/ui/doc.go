@@ -37,10 +37,14 @@
 //
 // With tokens (WithAuth, as freshen serve has with --tokens-file), every
 // page needs a token of the API: the sign-in form takes one, checks it
-// with the same Auth as the API (Auth.Lookup) and keeps it in a cookie
-// (freshen_token: HttpOnly, SameSite=Strict, Path=/ui/, Secure over TLS or behind a TLS proxy,
-// for the browser's session). A request may instead send the API's
-// "Authorization: Bearer" header. The scopes are the API's: read to look,
+// with the same Auth as the API (Auth.Lookup) and opens a session of it
+// (session.go). The browser gets the session's random id, never the token,
+// in a cookie (freshen_session: HttpOnly, SameSite=Strict, Path=/ui/,
+// Secure over TLS or behind a TLS proxy, for the browser's session); the
+// SessionStore (WithSessions) keeps the id's hash, the token's hash and an
+// expiry (WithSessionTTL). A sign-out deletes the session, and a session
+// whose token the server no longer knows is refused and deleted. A request
+// may instead send the API's "Authorization: Bearer" header. The scopes are the API's: read to look,
 // write to act on models, admin (without an id prefix) for dead letters. A
 // token limited to an id prefix sees only those models, in every count
 // and list, and no queue depths or dead letters, which concern every

@@ -2,10 +2,12 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/freshen-dev/freshen/refresh"
+	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 )
 
 // Cookies of the dashboard, all HttpOnly, SameSite=Strict, under the base
@@ -21,15 +24,97 @@ import (
 // (X-Forwarded-Proto: https). Trusting that header can only make a cookie
 // stricter: a client that forges it loses its own session over plain HTTP.
 const (
-	// sessionCookie holds the token the viewer signed in with, for the
-	// browser's session.
-	sessionCookie = "freshen_token"
+	// sessionCookie holds the id of the viewer's session (never the
+	// token), for the browser's session.
+	sessionCookie = "freshen_session"
 	// csrfCookie holds a random key; the forms carry an HMAC of the
-	// session's token under it (csrfToken).
+	// session's id under it (csrfToken).
 	csrfCookie = "freshen_csrf"
 	// flashCookie carries a message to the page after a redirect.
 	flashCookie = "freshen_flash"
+	// tokenCookie held the token itself, before sessions; a sign-in and a
+	// sign-out delete it from the browser.
+	tokenCookie = "freshen_token"
 )
+
+// A session is opened by signing in with a token: the server makes a
+// random id (sessionIDBytes of crypto/rand), gives it to the browser in
+// the session cookie, and keeps its SHA-256 with the token's hash and an
+// expiry in a SessionStore, shared by every instance of the dashboard. At
+// each request the session must exist, be unexpired, and name a token the
+// server still knows: a sign-out (which deletes it) and the removal of
+// its token end it everywhere at the next request. A copied cookie is
+// worth no more than the session, and never reveals the token.
+
+// SessionStore keeps the dashboard's sessions. refresh/postgres keeps
+// them in the database, so that every instance knows every session;
+// refresh/memory.Sessions in process memory, for a dashboard that runs
+// alone.
+type SessionStore interface {
+	// CreateSession stores s, and deletes the sessions expired at now.
+	CreateSession(ctx context.Context, s refresh.Session, now time.Time) error
+	// Session returns the session whose id hashes to hash if it has not
+	// expired at now, else an error with code ENOTFOUND.
+	Session(ctx context.Context, hash string, now time.Time) (refresh.Session, error)
+	// DeleteSession deletes the session whose id hashes to hash, if any.
+	DeleteSession(ctx context.Context, hash string) error
+}
+
+// DefaultSessionTTL is how long a session lasts after its sign-in.
+const DefaultSessionTTL = 12 * time.Hour
+
+// sessionIDBytes is how many random bytes make a session's id.
+const sessionIDBytes = 32
+
+// WithSessions keeps the sessions in s (default: in this process's
+// memory, which only a dashboard that runs alone may use).
+func WithSessions(s SessionStore) Option { return func(h *Handler) { h.sessions = s } }
+
+// WithSessionTTL sets how long a session lasts after its sign-in (default
+// DefaultSessionTTL).
+func WithSessionTTL(d time.Duration) Option { return func(h *Handler) { h.sessionTTL = d } }
+
+// newSessionID returns a new session id: sessionIDBytes random bytes,
+// base64url.
+func newSessionID() string {
+	b := make([]byte, sessionIDBytes)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// sessionHash is what the store keeps of a session's id: its SHA-256, in
+// hex.
+func sessionHash(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// sessionViewer returns the viewer of the session whose id is id, or
+// errNoSession when there is none: unknown, expired, or opened with a token
+// the server no longer knows (that session is deleted, for every
+// instance). Other errors are the store's.
+func (h *Handler) sessionViewer(ctx context.Context, id string) (*viewer, error) {
+	if len(id) != base64.RawURLEncoding.EncodedLen(sessionIDBytes) {
+		return nil, errNoSession
+	}
+	hash := sessionHash(id)
+	s, err := h.sessions.Session(ctx, hash, h.svc.Clock.Now())
+	switch {
+	case refresh.ErrorCode(err) == refresh.ENOTFOUND:
+		return nil, errNoSession
+	case err != nil:
+		return nil, err
+	}
+	p, ok := h.auth.LookupHash(s.TokenHash)
+	if !ok {
+		h.log.Info("dashboard session ended: its token is no longer configured", "token", s.TokenName)
+		if err := h.sessions.DeleteSession(ctx, hash); err != nil {
+			h.log.Error("delete dashboard session", "token", s.TokenName, "err", err)
+		}
+		return nil, errNoSession
+	}
+	return &viewer{Principal: p, session: id}, nil
+}
 
 // minCSRFKey is the length of a CSRF key (rand.Text).
 const minCSRFKey = 26
@@ -65,9 +150,9 @@ func (h *Handler) csrfKey(w http.ResponseWriter, r *http.Request) string {
 }
 
 // csrfToken is the token a form of a page carries: an HMAC, under the
-// browser's CSRF key, of the session's token. Another site can neither
-// read the key (an HttpOnly cookie) nor the token, so it cannot forge the
-// field; a token signed out of is worth nothing to the next session.
+// browser's CSRF key, of the session's id. Another site can neither read
+// the key (an HttpOnly cookie) nor the id, so it cannot forge the field;
+// the token of a session signed out of is worth nothing to the next one.
 func csrfToken(key, session string) string {
 	mac := hmac.New(sha256.New, []byte(key))
 	mac.Write([]byte("freshen-ui\x00" + session))
@@ -82,7 +167,7 @@ func (h *Handler) validCSRF(r *http.Request, v *viewer) bool {
 		return false
 	}
 	got := r.PostForm.Get("csrf")
-	want := csrfToken(c.Value, v.token)
+	want := csrfToken(c.Value, v.session)
 	return hmac.Equal([]byte(got), []byte(want))
 }
 
@@ -141,7 +226,7 @@ type frame struct {
 func (h *Handler) frame(w http.ResponseWriter, r *http.Request, v *viewer, title string) *frame {
 	session := ""
 	if v != nil {
-		session = v.token
+		session = v.session
 	}
 	return &frame{Base: h.base, Title: title, Viewer: v, CSRF: csrfToken(h.csrfKey(w, r), session),
 		Now: h.svc.Clock.Now(), Flash: h.takeFlash(w, r)}
@@ -180,8 +265,8 @@ func (h *Handler) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, "login", loginPage{frame: f, Next: h.safeNext(r.URL.Query().Get("next"))})
 }
 
-// handleLogin checks the token of the sign-in form and keeps it in the
-// session cookie.
+// handleLogin checks the token of the sign-in form and opens a session of
+// it: the session's id goes to the session cookie.
 func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if h.auth == nil {
 		http.Redirect(w, r, h.base+"/", http.StatusSeeOther)
@@ -203,13 +288,15 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))
 	var errs fieldErrors
+	var p refreshhttp.Principal
 	switch {
 	case token == "":
 		errs.add("token", "is required: paste the token you were given (freshen token new makes one)")
 	case len(token) > maxTokenBytes:
 		errs.add("token", "must be at most 512 characters")
 	default:
-		if _, ok := h.auth.Lookup(token); !ok {
+		var ok bool
+		if p, ok = h.auth.Lookup(token); !ok {
 			h.log.Info("dashboard sign-in refused", "status", http.StatusUnauthorized, "remote", r.RemoteAddr, "why", "unknown token")
 			errs.add("token", "is not a token this server knows")
 		}
@@ -219,12 +306,22 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusUnauthorized, "login", loginPage{frame: f, Next: next, Errors: errs})
 		return
 	}
-	http.SetCookie(w, h.cookie(r, sessionCookie, token, 0))
+	id, now := newSessionID(), h.svc.Clock.Now()
+	err := h.sessions.CreateSession(r.Context(), refresh.Session{Hash: sessionHash(id), TokenHash: refreshhttp.HashToken(token),
+		TokenName: p.Name, CreatedAt: now, ExpiresAt: now.Add(h.sessionTTL)}, now)
+	if err != nil {
+		h.failErr(w, r, nil, err)
+		return
+	}
+	h.log.Info("dashboard sign-in", "token", p.Name, "remote", r.RemoteAddr)
+	http.SetCookie(w, h.cookie(r, sessionCookie, id, 0))
+	http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// handleLogout forgets the session's token. It needs the CSRF token of
-// the session's pages, not a token the server still knows.
+// handleLogout ends the session, for every instance, and forgets its
+// cookie. It needs the CSRF token of the session's pages, not a session
+// the server still knows.
 func (h *Handler) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if err := h.origin.Check(r); err != nil {
 		h.fail(w, r, nil, http.StatusForbidden, "This request came from another site, and was refused.")
@@ -235,11 +332,18 @@ func (h *Handler) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		session = c.Value
 	}
-	if r.ParseForm() != nil || !h.validCSRF(r, &viewer{token: session}) {
+	if r.ParseForm() != nil || !h.validCSRF(r, &viewer{session: session}) {
 		h.fail(w, r, nil, http.StatusForbidden, "This form is out of date or did not come from this dashboard. Reload the page and try again.")
 		return
 	}
+	if session != "" && h.sessions != nil {
+		if err := h.sessions.DeleteSession(r.Context(), sessionHash(session)); err != nil {
+			h.failErr(w, r, nil, err)
+			return
+		}
+	}
 	http.SetCookie(w, h.cookie(r, sessionCookie, "", -1))
+	http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
 	http.Redirect(w, r, h.base+"/login", http.StatusSeeOther)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/freshen-dev/freshen/refresh"
 	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
+	"github.com/freshen-dev/freshen/refresh/memory"
 )
 
 //go:embed templates/*.html
@@ -71,6 +72,10 @@ type Handler struct {
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
 	origin    *http.CrossOriginProtection
+	// sessions keep the signed-in sessions, for sessionTTL each
+	// (session.go).
+	sessions   SessionStore
+	sessionTTL time.Duration
 }
 
 // Option configures a Handler.
@@ -121,6 +126,12 @@ func New(svc *refresh.Service, opts ...Option) *Handler {
 	}
 	if h.scanLimit < 1 {
 		h.scanLimit = DefaultScanLimit
+	}
+	if h.auth != nil && h.sessions == nil {
+		h.sessions = memory.NewSessions()
+	}
+	if h.sessionTTL <= 0 {
+		h.sessionTTL = DefaultSessionTTL
 	}
 	h.pages = parsePages(h.base)
 	h.origin = http.NewCrossOriginProtection()
@@ -181,8 +192,10 @@ type viewer struct {
 	refreshhttp.Principal
 	// open is set when the dashboard has no tokens: everyone is admin.
 	open bool
-	// token is the session's token ("" when open).
-	token string
+	// session is what the CSRF tokens of the viewer's pages are bound
+	// to: the session's id, "bearer:" and the hash of an Authorization
+	// header's token, "" when open.
+	session string
 }
 
 // audited returns ctx carrying the viewer as the author of the writes made
@@ -222,27 +235,27 @@ func (v *viewer) ScopeText() string {
 // errNoSession is who has no valid session.
 var errNoSession = errors.New("no session")
 
-// viewerOf returns who sent r: with tokens, the holder of the session
-// cookie's token (or of an Authorization: Bearer header); without, an
-// open viewer with every scope.
+// viewerOf returns who sent r: with tokens, the holder of the session of
+// the session cookie (session.go), or of the token of an Authorization:
+// Bearer header; without, an open viewer with every scope. It returns
+// errNoSession when r has neither, or an error of the session store.
 func (h *Handler) viewerOf(r *http.Request) (*viewer, error) {
 	if h.auth == nil {
 		return &viewer{open: true, Principal: refreshhttp.Principal{Scopes: []refreshhttp.Scope{refreshhttp.ScopeAdmin}}}, nil
 	}
-	token := ""
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		token = c.Value
-	} else if scheme, t, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		token = strings.TrimSpace(t)
+		return h.sessionViewer(r.Context(), c.Value)
 	}
-	if token == "" {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return nil, errNoSession
 	}
 	p, ok := h.auth.Lookup(token)
 	if !ok {
 		return nil, errNoSession
 	}
-	return &viewer{Principal: p, token: token}, nil
+	return &viewer{Principal: p, session: "bearer:" + refreshhttp.HashToken(token)}, nil
 }
 
 // pageFunc serves a page to an authorised viewer.
@@ -253,8 +266,12 @@ type pageFunc func(w http.ResponseWriter, r *http.Request, v *viewer)
 func (h *Handler) page(scope refreshhttp.Scope, whole bool, fn pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := h.viewerOf(r)
-		if err != nil {
+		switch {
+		case errors.Is(err, errNoSession):
 			http.Redirect(w, r, h.base+"/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		case err != nil:
+			h.failErr(w, r, nil, err)
 			return
 		}
 		if !h.allowed(w, r, v, scope, whole) {
@@ -274,8 +291,12 @@ func (h *Handler) act(scope refreshhttp.Scope, whole bool, fn pageFunc) http.Han
 			return
 		}
 		v, err := h.viewerOf(r)
-		if err != nil {
+		switch {
+		case errors.Is(err, errNoSession):
 			h.fail(w, r, nil, http.StatusUnauthorized, "Your session has ended: sign in again, then repeat what you did.")
+			return
+		case err != nil:
+			h.failErr(w, r, nil, err)
 			return
 		}
 		if !h.allowed(w, r, v, scope, whole) {

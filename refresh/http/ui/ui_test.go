@@ -210,7 +210,7 @@ func TestSignIn(t *testing.T) {
 	}
 	var session *http.Cookie
 	for _, c := range res.Cookies() {
-		if c.Name == "freshen_token" {
+		if c.Name == "freshen_session" {
 			session = c
 		}
 	}
