@@ -86,6 +86,9 @@ func Resume(m Model, now time.Time) (Model, Decision) {
 	}
 	m.Paused = false
 	d := Decision{Event: EventResume, Rule: "resume", Why: "resumed; " + nextRunWhy(m.RefreshAt)}
+	if m.Running() { // refresh_at is the attempt's deadline
+		d.Why = "resumed; the running attempt goes on, deadline " + ts(m.DeadlineAt)
+	}
 	if !m.RefreshAt.IsZero() && !m.RefreshAt.After(now) && !m.Running() {
 		d.Why = "resumed; overdue run " + ts(m.RefreshAt) + " starts now"
 	}

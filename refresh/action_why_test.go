@@ -46,6 +46,12 @@ func TestActionWhyNextRun(t *testing.T) {
 			"resumed; next run " + next},
 		{"resume, on demand", `{}`, func(m refresh.Model) refresh.Model { m.Paused = true; return m },
 			func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Resume(m, now) }, "resumed; nothing planned"},
+		{"resume, running", hourly, func(m refresh.Model) refresh.Model {
+			m = runningAttempt(t, m, "u1", 1, now.Add(-time.Minute))
+			m.Paused = true
+			return m
+		}, func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Resume(m, now) },
+			"resumed; the running attempt goes on, deadline " + now.Add(29*time.Minute).UTC().Format(time.RFC3339)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
