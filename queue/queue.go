@@ -49,6 +49,9 @@ type Options struct {
 	// EventsMaxLen bounds the events stream (approximately, MAXLEN ~;
 	// default 100000).
 	EventsMaxLen int64
+	// Events are the lifecycle names the events stream carries (the zero
+	// value: all); Publish leaves the others out.
+	Events refresh.EventNames
 	// MaxDeadLetters, if > 0, bounds the dead-letter list: each time this
 	// Redis sets messages aside, and at each TrimDead, the oldest entries
 	// beyond it are dropped (counted in Stats.Trimmed). Workers do not
@@ -202,7 +205,8 @@ func (r *Redis) Push(ctx context.Context, jobs []refresh.Job) error {
 // to about EventsMaxLen entries. Each entry has the fields type (the
 // lifecycle name), model_id and event (the JSON of the refresh.Event: its
 // Raw if set, else json.Marshal's); a failure or timeout adds two entries,
-// failed and then retry_scheduled or disabled.
+// failed and then retry_scheduled or disabled. A name not in Options.Events
+// adds none.
 func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -224,6 +228,9 @@ func (r *Redis) Publish(ctx context.Context, events []refresh.Event) error {
 		}
 		model, event := any(e.ModelID), any(b)
 		for _, typ := range e.Lifecycle() {
+			if !r.opt.Events.Has(typ) {
+				continue
+			}
 			from := len(args)
 			args = append(args, "XADD", stream, "MAXLEN", "~", maxLen, "*", "type", typ, "model_id", model, "event", event)
 			pipe.Do(ctx, args[from:len(args):len(args)]...)

@@ -144,6 +144,9 @@ type ServeConfig struct {
 	// Webhook configures the delivery of lifecycle events to webhook
 	// endpoints (see webhook.go).
 	Webhook WebhookConfig
+	// Events are the lifecycle names of the events stream (--events, the
+	// zero value: all); the outbox also gets those the webhooks deliver.
+	Events refresh.EventNames
 }
 
 // RetentionConfig bounds what Freshen keeps; a zero bound keeps all.
@@ -364,6 +367,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "most HTTP connections open at once; when all are open, the one idle the longest is closed for a new client, and while all are busy new clients wait")
 
 	c.Webhook.addFlags(fs)
+	parseEvents := addEventsFlag(fs, &c.Events)
 
 	fs.Usage = func() {
 		fmt.Fprint(m.logOut, serveUsage)
@@ -467,6 +471,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if err := c.Webhook.check(); err != nil {
 		return err
 	}
+	if err := parseEvents(); err != nil {
+		return err
+	}
 	if len(c.Webhook.Endpoints) > 0 {
 		m.redact.secrets = append(m.redact.secrets, c.Webhook.secrets()...)
 		s.MaxConns += 2 // the webhook dispatcher's passes and results
@@ -565,6 +572,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	store := m.store.Load()
 	store.SetLimits(c.Limits)
+	store.SetEvents(c.Events.With(webhook.EventNames(c.Webhook.Endpoints)...))
 	if err := seedLimits(connectCtx, store, c.MaxRunning, log); err != nil {
 		return err
 	}
@@ -574,7 +582,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.queue, err = queue.New(m.client, queue.Options{Prefix: c.RedisPrefix, Consumer: c.InstanceID, Logger: log, Clock: refresh.SystemClock{},
 		ConsumerTimeout: c.ConsumerLease, Heartbeat: c.ConsumerLease / 5,
-		EventsMaxLen: c.Retention.EventsMaxLen, MaxDeadLetters: c.Retention.MaxDeadLetters})
+		EventsMaxLen: c.Retention.EventsMaxLen, MaxDeadLetters: c.Retention.MaxDeadLetters, Events: c.Events})
 	if err != nil {
 		return err
 	}

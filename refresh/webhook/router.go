@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -69,4 +70,20 @@ func eventJSON(e *refresh.Event) json.RawMessage {
 		raw, _ = json.Marshal(map[string]string{"model_id": e.ModelID, "event": e.Type})
 	}
 	return raw
+}
+
+// EventNames returns the lifecycle names that endpoints deliver, which the
+// store must write even if the events stream leaves them out
+// (refresh.EventNames.With), in the order of refresh.LifecycleNames.
+func EventNames(endpoints []Endpoint) []string {
+	var out []string
+	for _, name := range refresh.LifecycleNames {
+		for _, e := range endpoints {
+			if slices.Contains(e.Events, name) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
 }
