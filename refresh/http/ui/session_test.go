@@ -177,9 +177,10 @@ func TestSessionCookieSecure(t *testing.T) {
 	require.True(t, secure, "Secure over TLS")
 }
 
-// pgSessions returns two stores on one schema of the test's database, as
-// two instances of serve have, migrated; it skips without DATABASE_URL.
-func pgSessions(t *testing.T) (*postgres.Store, *postgres.Store, *pgxpool.Pool) {
+// migratedSchema returns the pool configuration of a schema of the test's
+// database, migrated, and dropped at the end of the test; it skips without
+// DATABASE_URL (run under scripts/with-servers.sh).
+func migratedSchema(t *testing.T) *pgxpool.Config {
 	t.Helper()
 	dbURL := os.Getenv("DATABASE_URL")
 	if dbURL == "" {
@@ -206,8 +207,16 @@ func pgSessions(t *testing.T) (*postgres.Store, *postgres.Store, *pgxpool.Pool) 
 	err = migrations.Migrate(ctx, conn)
 	conn.Close(ctx)
 	require.NoError(t, err)
+	return cfg
+}
+
+// pgSessions returns two stores on one migrated schema, as two instances
+// of serve have, and a pool of a third connection to look at the tables.
+func pgSessions(t *testing.T) (*postgres.Store, *postgres.Store, *pgxpool.Pool) {
+	t.Helper()
+	cfg := migratedSchema(t)
 	pool := func() *pgxpool.Pool {
-		p, err := pgxpool.NewWithConfig(ctx, cfg)
+		p, err := pgxpool.NewWithConfig(context.Background(), cfg)
 		require.NoError(t, err)
 		t.Cleanup(p.Close)
 		return p
