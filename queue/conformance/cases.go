@@ -402,9 +402,12 @@ func caseHeartbeat(c *caseEnv) (string, error) {
 		if err != nil {
 			return false, err
 		}
-		outs, _, _ = c.k.tee.snapshot(id, "")
-		if n == 0 && (len(outs) == 0 || !ended(outs[len(outs)-1])) {
-			return false, fmt.Errorf("the running job is not in the worker's list %s: a crash now would lose it", working)
+		if n == 0 {
+			// Gone: its outcome must have been pushed in the same step.
+			if _, err := c.outcome(id, 5*time.Second, "outcome", ended); err != nil {
+				return false, fmt.Errorf("the running job is not in the worker's list %s, and no outcome came: a crash now would lose it", working)
+			}
+			return true, nil
 		}
 		return false, nil
 	})
@@ -417,23 +420,36 @@ func caseHeartbeat(c *caseEnv) (string, error) {
 	return fmt.Sprintf("oldest heartbeat seen: %s", oldest.Round(time.Millisecond)), nil
 }
 
-// caseRevoke: a cancel or a trigger revokes the running attempt; the
-// handler is stopped and its outcome arrives within RevokeWithin.
-func caseRevoke(c *caseEnv, action string) (string, error) {
-	if _, err := c.start("a"); err != nil {
-		return "", err
+// sleeper starts a worker and a model whose job posts the status
+// "running" and sleeps 30 s, and returns the model once the job runs.
+func (c *caseEnv) sleeper() (refresh.Model, *worker, error) {
+	w, err := c.start("a")
+	if err != nil {
+		return refresh.Model{}, nil, err
 	}
 	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 30}, "")
 	if err != nil {
-		return "", err
+		return refresh.Model{}, nil, err
 	}
-	if _, err := c.running(id, 0); err != nil {
-		return "", err
+	o, err := c.running(id, 0)
+	if err != nil {
+		return refresh.Model{}, nil, err
 	}
 	m, err := c.k.store.Get(c.ctx, id)
+	if err == nil && m.AttemptUID != o.AttemptUID {
+		err = fmt.Errorf("the job of attempt %s runs, the model's attempt is %s", o.AttemptUID, m.AttemptUID)
+	}
+	return m, w, err
+}
+
+// caseRevoke: a cancel or a trigger revokes the running attempt; the
+// handler is stopped and its outcome arrives within RevokeWithin.
+func caseRevoke(c *caseEnv, action string) (string, error) {
+	m, _, err := c.sleeper()
 	if err != nil {
 		return "", err
 	}
+	id := m.ID
 	uid := m.AttemptUID
 	if _, _, err := c.k.svc.Act(c.ctx, id, action); err != nil {
 		return "", err
@@ -469,14 +485,12 @@ func caseDeadline(c *caseEnv) (string, error) {
 	if _, err := c.start("a"); err != nil {
 		return "", err
 	}
-	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 30}, `{"timeout": "2s", "retry": {"delays": []}}`)
+	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 30}, `{"timeout": "3s", "retry": {"delays": []}}`)
 	if err != nil {
 		return "", err
 	}
-	if _, err := c.running(id, 0); err != nil {
-		return "", err
-	}
-	m, err := c.k.store.Get(c.ctx, id)
+	// Not the status: a slow worker may reach the deadline first.
+	m, err := c.model(id, 10*time.Second, "start", func(m refresh.Model) bool { return m.Running() })
 	if err != nil {
 		return "", err
 	}
@@ -502,18 +516,11 @@ func caseDeadline(c *caseEnv) (string, error) {
 // caseCrash: a worker killed (SIGKILL) in the middle of a job and started
 // again with the same id runs the job again: nothing is lost.
 func caseCrash(c *caseEnv) (string, error) {
-	w, err := c.start("a")
+	m, w, err := c.sleeper()
 	if err != nil {
 		return "", err
 	}
-	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 30}, "")
-	if err != nil {
-		return "", err
-	}
-	first, err := c.running(id, 0)
-	if err != nil {
-		return "", err
-	}
+	id := m.ID
 	w.signal(syscall.SIGKILL)
 	select {
 	case <-w.done:
@@ -528,8 +535,8 @@ func caseCrash(c *caseEnv) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the job of the killed worker did not run again: %w", err)
 	}
-	if again.AttemptUID != first.AttemptUID {
-		return "", fmt.Errorf("want the same attempt run again, got attempt %s after %s", again.AttemptUID, first.AttemptUID)
+	if again.AttemptUID != m.AttemptUID {
+		return "", fmt.Errorf("want the same attempt run again, got attempt %s after %s", again.AttemptUID, m.AttemptUID)
 	}
 	_, _, _ = c.k.svc.Act(c.ctx, id, refresh.ActionCancel)
 	return fmt.Sprintf("ran again %s after the restart", again.ArrivedAt.Sub(at).Round(time.Millisecond)), nil
