@@ -243,36 +243,47 @@ func TestAuthListFiltersByPrefix(t *testing.T) {
 	require.Len(t, res.Models, 4)
 }
 
-// TestAuthListScansInSteps lists for a prefix-limited token past more
-// models of other customers than one page looks at: the page ends early,
-// short, with a cursor that leads on to the token's models.
-func TestAuthListScansInSteps(t *testing.T) {
+// TestAuthListReadsItsRange lists for a prefix-limited token among more
+// models of other customers than a page holds: every page, whatever the
+// after the caller chooses, holds only its models, and its next is one of
+// them or "".
+func TestAuthListReadsItsRange(t *testing.T) {
 	t.Parallel()
 	b := setupAuth(t)
-	const others = 20_000 // ids a-00000... sort before acme-
+	const others = 20_000 // ids a-00000... sort before acme-, b-... after
 	var changes []refresh.Change
 	for i := range others {
-		changes = append(changes, refresh.Change{Model: refresh.Model{ID: fmt.Sprintf("a-%05d", i), Policy: refresh.DefaultPolicy(), CreatedAt: start}})
+		for _, p := range []string{"a-", "b-"} {
+			changes = append(changes, refresh.Change{Model: refresh.Model{ID: fmt.Sprintf("%s%05d", p, i), Policy: refresh.DefaultPolicy(), CreatedAt: start}})
+		}
 	}
 	require.NoError(t, b.store.Modify(context.Background(), nil, func([]refresh.Model) (refresh.Batch, error) {
 		return refresh.Batch{Changes: changes}, nil
 	}))
 	c := b.client(t, "acme")
-	var pages [][]string
-	for after := ""; ; {
-		page, err := c.List(context.Background(), refreshhttp.ListOptions{Limit: 1000, After: after})
-		require.NoError(t, err)
-		var ids []string
+	for _, r := range []struct {
+		after string
+		limit int
+		ids   []string
+		next  string
+	}{
+		{"", 1000, []string{"acme-1", "acme-2"}, ""},
+		{"a-00005", 1000, []string{"acme-1", "acme-2"}, ""},
+		{"", 1, []string{"acme-1"}, "acme-1"},
+		{"acme-1", 1, []string{"acme-2"}, ""},
+		{"acme-2", 1, []string{}, ""},
+		{"b-00005", 1000, []string{}, ""},
+		{"zz", 1000, []string{}, ""},
+	} {
+		page, err := c.List(context.Background(), refreshhttp.ListOptions{Limit: r.limit, After: r.after})
+		require.NoError(t, err, "after %q", r.after)
+		ids := []string{}
 		for _, m := range page.Models {
 			ids = append(ids, m.ID)
 		}
-		pages = append(pages, ids)
-		if page.Next == "" {
-			break
-		}
-		after = page.Next
+		require.Equal(t, r.ids, ids, "after %q, limit %d", r.after, r.limit)
+		require.Equal(t, r.next, page.Next, "after %q, limit %d", r.after, r.limit)
 	}
-	require.Equal(t, [][]string{nil, {"acme-1", "acme-2"}}, pages)
 }
 
 // client returns a Client of b's handler, served over HTTP, with token.

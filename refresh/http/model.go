@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/freshen-dev/freshen/refresh"
@@ -166,14 +165,13 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	prefix := ""
 	if p, ok := PrincipalFrom(r.Context()); ok {
-		prefix = p.Prefix
+		f.Prefix = p.Prefix // the store reads the token's range only
 	}
 	if !reserve(w, listReserve) {
 		return
 	}
-	models, next, err := s.listOwned(r.Context(), f, prefix)
+	models, next, err := s.listPage(r.Context(), f)
 	if err != nil {
 		s.Error(w, r, err)
 		return
@@ -190,60 +188,28 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 // refresh.BatchPayloadBytes, and their copy in the answer.
 const listReserve = 2 * refresh.BatchPayloadBytes
 
-// maxListScan bounds the models one page of a list limited to an id prefix
-// looks at.
-const maxListScan = 10 * maxListLimit
-
-// listOwned returns a page of the models matching f whose id starts with
-// prefix, and the cursor of the next page ("" on the last one). The store
-// lists in id order, and the ids of a prefix need not be contiguous in its
-// collation, so the models are read page by page and filtered; after
-// maxListScan models the page ends early, possibly short or empty, with a
-// cursor after the last model looked at. A page holds at most
-// refresh.BatchPayloadBytes of payloads (and always one model): models
-// with large payloads end it early too, with a cursor after its last.
-// Without a prefix, a page takes one read of the store.
-func (s *Server) listOwned(ctx context.Context, f refresh.Filter, prefix string) ([]refresh.Model, string, error) {
+// listPage returns a page of the models f selects and the cursor of the
+// next page ("" on the last one), in one read of the store: f.Limit
+// models and one more, which tells whether a next page exists. A page
+// holds at most refresh.BatchPayloadBytes of payloads (and always one
+// model): models with large payloads end it early, with a cursor after its
+// last. The cursor is always the id of the page's last model, so within
+// f.Prefix.
+func (s *Server) listPage(ctx context.Context, f refresh.Filter) ([]refresh.Model, string, error) {
 	limit := f.Limit
-	f.Limit++ // one more tells whether a next page exists
+	f.Limit++
 	f.BoundPayloads = true
+	models, err := s.svc.Store.List(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
 	budget := refresh.NewPayloadBudget()
-	var page []refresh.Model
-	for scanned := 0; ; {
-		models, err := s.svc.Store.List(ctx, f)
-		if err != nil {
-			return nil, "", err
-		}
-		for _, m := range models {
-			if !strings.HasPrefix(m.ID, prefix) {
-				continue
-			}
-			if len(page) == limit || !budget.Take(len(m.Payload)) {
-				return page, page[len(page)-1].ID, nil
-			}
-			page = append(page, m)
-		}
-		if len(models) < f.Limit && !cutByPayloads(models) {
-			return page, "", nil // the last models that match
-		}
-		scanned += len(models)
-		f.After = models[len(models)-1].ID
-		if scanned >= maxListScan {
-			return page, f.After, nil
+	for i, m := range models {
+		if i == limit || !budget.Take(len(m.Payload)) {
+			return models[:i], models[i-1].ID, nil
 		}
 	}
-}
-
-// cutByPayloads reports whether models, listed with BoundPayloads, end
-// with a model whose payload does not fit: more models may match.
-func cutByPayloads(models []refresh.Model) bool {
-	b := refresh.NewPayloadBudget()
-	for _, m := range models {
-		if !b.Take(len(m.Payload)) {
-			return true
-		}
-	}
-	return false
+	return models, "", nil
 }
 
 // parseFilter reads the filter of GET /models from q, whose parameters are

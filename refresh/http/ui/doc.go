@@ -65,10 +65,12 @@
 //
 // # Cost of a page
 //
-// The overview counts at most DefaultScanLimit models (WithScanLimit), read
-// 1,000 at a time, and says when its counts are partial; it reads at most
-// 500 events to find 20 a prefix-limited token may see. A search by id
-// prefix looks at most at 10,000 models per page and offers to go on. A
+// No page reads the whole store. The overview counts the first
+// DefaultScanLimit models by id of the viewer's prefix (WithScanLimit) in
+// one query (refresh.Store.Census), finds the disabled and failing ones
+// among them in two more, and says when its counts are partial; it reads
+// at most 500 events to find 20 a prefix-limited token may see. A page of
+// the model list is one read of the range of its prefix. A
 // model's page reads 20 attempts and runs two bounded simulations. A
 // replay reads at most 5,000 attempts and simulates at most 10,000 events
 // in 5 seconds.

@@ -38,10 +38,6 @@ type modelsPage struct {
 	Models []refresh.Model
 	// Next is the cursor of the next page, "" on the last.
 	Next string
-	// Stopped is set when a search by prefix stopped after looking at
-	// listScanLimit models.
-	Stopped bool
-	Scanned int
 }
 
 // PageURL returns the link to the page of the list's filter after the
@@ -77,12 +73,12 @@ func (h *Handler) handleModels(w http.ResponseWriter, r *http.Request, v *viewer
 		h.render(w, http.StatusBadRequest, "models", p)
 		return
 	}
-	models, next, scanned, stopped, err := listModels(r.Context(), h.svc.Store, form, v.Prefix)
+	models, next, err := listModels(r.Context(), h.svc.Store, form, v.Prefix)
 	if err != nil {
 		h.failErr(w, r, v, err)
 		return
 	}
-	p.Models, p.Next, p.Scanned, p.Stopped = models, next, scanned, stopped
+	p.Models, p.Next = models, next
 	h.render(w, http.StatusOK, "models", p)
 }
 
@@ -132,21 +128,20 @@ func parseListForm(raw string) (listForm, fieldErrors) {
 }
 
 // listModels returns a page of the models of form whose id starts with
-// both form.Prefix and the viewer's prefix, the cursor of the next page,
-// and how many models it looked at. When it must filter by prefix, it
-// reads the store 1,000 models at a time and stops after listScanLimit,
-// with a cursor to go on from (stopped).
-func listModels(ctx context.Context, store refresh.Store, form listForm, viewerPrefix string) (models []refresh.Model, next string, scanned int, stopped bool, err error) {
+// both form.Prefix and the viewer's prefix, and the cursor of the next
+// page (the id of its last model), in one read of the store: the longer
+// of the two prefixes is the range it reads.
+func listModels(ctx context.Context, store refresh.Store, form listForm, viewerPrefix string) ([]refresh.Model, string, error) {
 	prefix := form.Prefix
 	switch {
 	case strings.HasPrefix(prefix, viewerPrefix):
 	case strings.HasPrefix(viewerPrefix, prefix):
 		prefix = viewerPrefix
 	default:
-		return nil, "", 0, false, nil // no id starts with both
+		return nil, "", nil // no id starts with both
 	}
 	t := true
-	f := refresh.Filter{Queue: form.Queue, After: form.After, NoPayload: true} // the list shows no payload
+	f := refresh.Filter{Prefix: prefix, Queue: form.Queue, After: form.After, NoPayload: true} // the list shows no payload
 	switch form.State {
 	case "running":
 		f.Running = &t
@@ -158,30 +153,9 @@ func listModels(ctx context.Context, store refresh.Store, form listForm, viewerP
 		f.Paused = &t
 	}
 	f.Limit = form.Limit + 1 // one more tells whether a next page exists
-	if prefix != "" {
-		f.Limit = 1000
+	models, err := store.List(ctx, f)
+	if err != nil || len(models) <= form.Limit {
+		return models, "", err
 	}
-	for {
-		page, err := store.List(ctx, f)
-		if err != nil {
-			return nil, "", scanned, false, err
-		}
-		for _, m := range page {
-			if !strings.HasPrefix(m.ID, prefix) {
-				continue
-			}
-			if len(models) == form.Limit {
-				return models, models[len(models)-1].ID, scanned, false, nil
-			}
-			models = append(models, m)
-		}
-		scanned += len(page)
-		if len(page) < f.Limit {
-			return models, "", scanned, false, nil
-		}
-		f.After = page[len(page)-1].ID
-		if scanned >= listScanLimit {
-			return models, f.After, scanned, true, nil
-		}
-	}
+	return models[:form.Limit], models[form.Limit-1].ID, nil
 }

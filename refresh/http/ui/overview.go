@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -9,25 +10,14 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// counts are the models of one state count.
+// counts are the models of one state count: each model in one state, by
+// precedence (see refresh.ModelCounts).
 type counts struct {
-	Total, Running, Failing, Disabled, Paused int
+	Total, Running, Failing, Disabled, Paused int64
 }
 
-func (c *counts) add(m refresh.Model) {
-	c.Total++
-	switch {
-	case m.Disabled():
-		c.Disabled++
-	case m.ConsecutiveFailures > 0:
-		c.Failing++
-	}
-	if m.Running() {
-		c.Running++
-	}
-	if m.Paused {
-		c.Paused++
-	}
+func newCounts(c refresh.ModelCounts) counts {
+	return counts{Total: c.Total(), Running: c.Running, Failing: c.Failing, Disabled: c.Disabled, Paused: c.Paused}
 }
 
 // queueRow is one queue of the overview.
@@ -42,13 +32,12 @@ type queueRow struct {
 type scan struct {
 	All    counts
 	Queues []queueRow
-	// MoreQueues counts the queues left out past maxQueues.
-	MoreQueues int
-	// Attention are the first disabled and failing models met.
+	// MoreQueues is set when queues were left out past maxQueues.
+	MoreQueues bool
+	// Attention are the first disabled and failing models counted.
 	Attention []refresh.Model
-	// Scanned is how many models were looked at; Partial is set when the
-	// scan stopped at its limit with models left.
-	Scanned int
+	// Partial is set when there are more than Limit models: the counts
+	// are those of the first Limit, by id.
 	Partial bool
 	Limit   int
 }
@@ -56,56 +45,46 @@ type scan struct {
 // attentionRows bounds the models the overview lists as needing attention.
 const attentionRows = 10
 
-// scanModels counts the models of prefix ("" for all), in id order, up to
-// limit of them, in pages of 1,000.
+// scanModels counts the first limit models of prefix ("" for all), in id
+// order, and finds the first disabled and failing ones among them: three
+// reads of the store, each of at most limit+1 models of prefix's range,
+// whatever the store holds besides.
 func scanModels(ctx context.Context, store refresh.Store, prefix string, limit int) (scan, error) {
 	s := scan{Limit: limit}
-	byQueue := map[string]*queueRow{}
-	f := refresh.Filter{Limit: 1000, NoPayload: true}
-	for {
-		page, err := store.List(ctx, f)
-		if err != nil {
-			return s, err
-		}
-		for _, m := range page {
-			if s.Scanned == limit {
-				s.Partial = true
-				break
-			}
-			s.Scanned++
-			if !strings.HasPrefix(m.ID, prefix) {
-				continue
-			}
-			s.All.add(m)
-			q := byQueue[m.Queue]
-			if q == nil {
-				q = &queueRow{Name: m.Queue, Depth: -1}
-				byQueue[m.Queue] = q
-			}
-			q.add(m)
-			if (m.Disabled() || m.ConsecutiveFailures > 0) && len(s.Attention) < attentionRows {
-				s.Attention = append(s.Attention, m)
-			}
-		}
-		if s.Partial || len(page) < f.Limit {
-			break
-		}
-		f.After = page[len(page)-1].ID
+	c, err := store.Census(ctx, refresh.Filter{Prefix: prefix, Limit: limit}, maxQueues+1)
+	if err != nil {
+		return s, err
 	}
-	for _, q := range byQueue {
-		s.Queues = append(s.Queues, *q)
+	s.All, s.Partial = newCounts(c.All), c.More
+	for name, qc := range c.Queues {
+		s.Queues = append(s.Queues, queueRow{Name: name, counts: newCounts(qc), Depth: -1})
 	}
 	// The busiest queues first: those with the most models.
 	slices.SortFunc(s.Queues, func(a, b queueRow) int {
 		if a.Total != b.Total {
-			return b.Total - a.Total
+			return cmp.Compare(b.Total, a.Total)
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
 	if len(s.Queues) > maxQueues {
-		s.MoreQueues = len(s.Queues) - maxQueues
-		s.Queues = s.Queues[:maxQueues]
+		s.MoreQueues, s.Queues = true, s.Queues[:maxQueues]
 	}
+	if c.Last == "" {
+		return s, nil
+	}
+	// Among the models counted: the disabled ones, and the others that
+	// fail, merged in id order.
+	yes, no := true, false
+	for _, f := range []refresh.Filter{{Disabled: &yes}, {Disabled: &no, Failing: &yes}} {
+		f.Prefix, f.Until, f.Limit, f.NoPayload = prefix, c.Last, attentionRows, true
+		models, err := store.List(ctx, f)
+		if err != nil {
+			return s, err
+		}
+		s.Attention = append(s.Attention, models...)
+	}
+	slices.SortFunc(s.Attention, func(a, b refresh.Model) int { return strings.Compare(a.ID, b.ID) })
+	s.Attention = s.Attention[:min(len(s.Attention), attentionRows)]
 	return s, nil
 }
 

@@ -41,9 +41,6 @@ type Events interface {
 const (
 	// DefaultScanLimit is how many models the overview counts at most.
 	DefaultScanLimit = 10_000
-	// listScanLimit is how many models one page of a search by id prefix
-	// looks at.
-	listScanLimit = 10_000
 	// maxQueues is how many queues the overview shows.
 	maxQueues = 50
 	// recentEvents is how many events the overview shows, and
