@@ -45,7 +45,7 @@ func TestConformanceWork(t *testing.T) {
 		t.Skip("the handler script needs jq")
 	}
 	e := newEnv(t)
-	cmd := exec.Command(e.bin, "conformance", "--redis-url", e.redisURL, "--database-url", e.dbURL, "--bench", "50",
+	cmd := exec.Command(e.bin, "conformance", "--redis-url", e.redisURL, "--database-url", e.dbURL, "--bench", "20",
 		"--", e.bin, "work", "--grace", "1s", "--", conformanceHandler)
 	out, err := cmd.CombinedOutput()
 	t.Logf("freshen conformance:\n%s", out)
