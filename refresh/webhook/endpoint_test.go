@@ -66,7 +66,7 @@ func TestWebhookValidate(t *testing.T) {
 		{"secret", with(func(e *Endpoint) { e.Secret = "" }), "webhooks[0].secret: must be at least 16 characters, got 0"},
 		{"no events", with(func(e *Endpoint) { e.Events = nil }), "webhooks[0].events: must name at least one event"},
 		{"repeated", with(func(e *Endpoint) { e.Events = []string{"enabled", "enabled"} }), `webhooks[0].events[1]: must not repeat "enabled"`},
-		{"unknown", with(func(e *Endpoint) { e.Events = []string{"disable"} }), `webhooks[0].events[0]: must be one of create, started`},
+		{"unknown", with(func(e *Endpoint) { e.Events = []string{"disable"} }), `webhooks[0].events[0]: must be one of create, update, started`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Validate(tc.eps)
