@@ -17,14 +17,21 @@ import (
 	"github.com/freshen-dev/freshen/refresh/memory"
 )
 
-// virtualServer returns the URL of an API over a memory store whose clock
-// stands at now, far from the machine's clock.
-func virtualServer(t *testing.T, now time.Time) string {
+// memoryAPI returns the URL of an API over store, with limits lim, whose
+// clock stands at now.
+func memoryAPI(t *testing.T, store *memory.Store, now time.Time, lim refresh.Limits) string {
 	t.Helper()
-	svc := &refresh.Service{Store: memory.NewStore(), Clock: refresh.NewVirtualClock(now), Limits: refresh.DefaultLimits()}
+	svc := &refresh.Service{Store: store, Clock: refresh.NewVirtualClock(now), Limits: lim}
 	srv := httptest.NewServer(refreshhttp.NewServer(svc))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// virtualServer returns the URL of an API over an empty memory store whose
+// clock stands at now, far from the machine's clock.
+func virtualServer(t *testing.T, now time.Time) string {
+	t.Helper()
+	return memoryAPI(t, memory.NewStore(), now, refresh.DefaultLimits())
 }
 
 // runCLI runs a freshen command against the API at url.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/freshen-dev/freshen/refresh"
-	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 	"github.com/freshen-dev/freshen/refresh/memory"
 	"github.com/freshen-dev/freshen/scenarios"
 )
@@ -36,10 +34,7 @@ func recordedServer(t *testing.T) (string, string) {
 	store := memory.NewStore()
 	_, err = scenarios.Run(context.Background(), spec, lim, scenarios.WithStore(store))
 	require.NoError(t, err)
-	svc := &refresh.Service{Store: store, Clock: refresh.NewVirtualClock(spec.Until), Limits: lim}
-	srv := httptest.NewServer(refreshhttp.NewServer(svc))
-	t.Cleanup(srv.Close)
-	return srv.URL, spec.Until.Format("2006-01-02T15:04:05Z07:00")
+	return memoryAPI(t, store, spec.Until, lim), spec.Until.Format("2006-01-02T15:04:05Z07:00")
 }
 
 // Replayed under give_up_after P2D instead of P3D, a model that failed
@@ -133,13 +128,11 @@ func TestSimulateReplayLimits(t *testing.T) {
 	store := memory.NewStore()
 	_, err = scenarios.Run(context.Background(), spec, lim, scenarios.WithStore(store))
 	require.NoError(t, err)
-	svc := &refresh.Service{Store: store, Clock: refresh.NewVirtualClock(spec.Until), Limits: lim}
-	srv := httptest.NewServer(refreshhttp.NewServer(svc))
-	t.Cleanup(srv.Close)
+	url := memoryAPI(t, store, spec.Until, lim)
 	policy := filepath.Join(t.TempDir(), "policy.json")
 	require.NoError(t, os.WriteFile(policy, []byte(`{"schedule": "FREQ=SECONDLY;INTERVAL=10", "timeout": "5s", "retry": {"delays": []}}`), 0o600))
 	args := []string{"simulate", "--model", "fast-1", "--policy", policy, "--since", "PT1H", "--until", "2026-03-01T00:10:00Z",
-		"--format", "table", "--server", srv.URL}
+		"--format", "table", "--server", url}
 
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, nil, &stdout, &stderr)
