@@ -62,7 +62,7 @@ func TestWebhookFlags(t *testing.T) {
 		{name: "short secret", text: `[` + strings.Replace(valid, webhookSecret, "short", 1) + `]`,
 			want: "--webhooks: webhooks[0].secret: must be at least 16 characters, got 5"},
 		{name: "unknown event", text: `[` + strings.Replace(valid, `"disabled"`, `"disabled", "disabeld"`, 1) + `]`,
-			want: `--webhooks: webhooks[0].events[1]: must be one of create, started, succeeded`},
+			want: `--webhooks: webhooks[0].events[1]: must be one of create, update, started, succeeded`},
 		{name: "name in both", text: `[` + valid + `]`, args: []string{"--webhooks-file", file},
 			want: `--webhooks-file and --webhooks together (the endpoints of the file first): webhooks[1].name: must be unique, got "crm" twice`},
 		{name: "missing file", args: []string{"--webhooks-file", file + ".missing"}, want: "--webhooks-file " + file + ".missing: open"},
