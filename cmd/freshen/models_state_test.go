@@ -145,3 +145,24 @@ func TestModelsExitStatus(t *testing.T) {
 	require.Equal(t, 2, code, errOut)
 	require.Regexp(t, regexp.MustCompile(`state`), errOut)
 }
+
+// TestNextPlan: history says what each end of an attempt planned; a
+// success whose data did not change plans the next scheduled run as any
+// success does.
+func TestNextPlan(t *testing.T) {
+	t.Parallel()
+	delay := refresh.Duration(time.Minute)
+	for _, tt := range []struct {
+		a         refreshhttp.Attempt
+		scheduled bool
+		want      string
+	}{
+		{refreshhttp.Attempt{Outcome: "success"}, true, "next scheduled run"},
+		{refreshhttp.Attempt{Outcome: "unchanged"}, true, "next scheduled run"},
+		{refreshhttp.Attempt{Outcome: "unchanged"}, false, "-"},
+		{refreshhttp.Attempt{Outcome: "snoozed"}, true, "-"},
+		{refreshhttp.Attempt{Outcome: "failure", Decision: refresh.DecisionRetry, Delay: &delay}, true, "retry after 1m0s"},
+	} {
+		require.Equal(t, tt.want, nextPlan(tt.a, tt.scheduled), "%+v", tt.a)
+	}
+}
