@@ -8,8 +8,8 @@
 -- 'acme3', and the ids of 'acme-' would be scattered over the index.
 --
 -- It rebuilds the indexes that hold id (the table itself is not written
--- again), holding an exclusive lock on models meanwhile: about a second per
--- million models. The view attempt_history (migration 4) reads the column,
+-- again), holding an exclusive lock on models meanwhile: about 5 seconds
+-- per million models on a 2-core machine. The view attempt_history (migration 4) reads the column,
 -- so it is made again, the same.
 DROP VIEW attempt_history;
 ALTER TABLE models ALTER COLUMN id TYPE text COLLATE "C";
