@@ -34,7 +34,10 @@ if (realpath($_SERVER['SCRIPT_FILENAME'] ?? '') === __FILE__) {
         'conformance',
         redis: getenv('REDIS_URL') ?: 'redis://127.0.0.1:6379',
         queue: getenv('FRESHEN_QUEUE') ?: 'default',
-        concurrency: (int) (getenv('FRESHEN_CONCURRENCY') ?: 1),
+        // One process, as the kit checks the working list of FRESHEN_ID
+        // itself: FRESHEN_CONCURRENCY jobs are taken at once and run in turn.
+        // (concurrency: N would fork N processes with ids <id>-0 to <id>-N-1.)
+        prefetch: (int) (getenv('FRESHEN_CONCURRENCY') ?: 1),
         id: getenv('FRESHEN_ID') ?: '',
         prefix: getenv('FRESHEN_REDIS_PREFIX') ?: 'freshen',
         lease: (float) rtrim(getenv('FRESHEN_LEASE') ?: '10s', 's'),

@@ -152,6 +152,13 @@ final class Worker
         }
     }
 
+    /** Makes this process the worker $me (its id and working list). */
+    private function become(string $me): void
+    {
+        $this->me = $me;
+        $this->working = "{$this->base}working:" . substr($this->jobsKey, strlen($this->base) + 5) . ":{$me}";
+    }
+
     /** Takes no more jobs once the running one is done (for a handler, or a test). */
     public function stop(): void
     {
@@ -160,8 +167,7 @@ final class Worker
 
     private function runProcess(string $me, int $supervisor): void
     {
-        $this->me = $me;
-        $this->working = "{$this->base}working:" . substr($this->jobsKey, strlen($this->base) + 5) . ":{$me}";
+        $this->become($me);
         $this->r = $this->connect();
         pcntl_async_signals(true);
         $onStop = function (int $sig): void {
