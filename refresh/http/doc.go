@@ -196,8 +196,9 @@
 // have no next_runs. A page holds at most 4 MiB of payloads (and always
 // one model): models with large payloads end it early, with fewer models
 // than limit and a "next" to go on from. For a token limited to an id
-// prefix, one page looks at no more than 10,000 models: past that it ends
-// early too, possibly with none. Follow "next" until it is empty.
+// prefix, a page is one read of the ids in its range (refresh.Filter.Prefix),
+// whatever the after, and "next" is the last id of the page. Follow "next"
+// until it is empty.
 //
 // # Dead letters
 //
