@@ -261,7 +261,8 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 	}
 	if serving {
 		view.printf("\nThe story is over. The API and the dashboard keep serving on http://%s, the clock at real speed\n"+
-			"from %s: a trigger runs as it would in production. Ctrl-C stops the demo.\n", addr, clockTime(clock.Now()))
+			"from %s: a trigger runs as it would in production (the dashboard shows it; this view is closed).\n"+
+			"Ctrl-C stops the demo.\n", addr, clockTime(clock.Now()))
 		<-ctx.Done()
 	}
 	stop()
