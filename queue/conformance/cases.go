@@ -42,6 +42,7 @@ var cases = []kitCase{
 	{name: "bad-jobs", run: caseBadJobs},
 	{name: "long-texts", run: caseLongTexts},
 	{name: "stall", run: caseStall},
+	{name: "shutdown", run: caseShutdown},
 	{name: "throughput", alone: true, run: caseThroughput},
 }
 
@@ -674,6 +675,58 @@ func caseStall(c *caseEnv) (string, error) {
 		return "", errors.New("the continued worker exited")
 	}
 	return fmt.Sprintf("given back and run again %s after the stop", took.Round(time.Millisecond)), nil
+}
+
+// caseShutdown: on SIGTERM a worker finishes its running job and posts its
+// outcome, runs no job pushed after the signal, leaves nothing in its
+// working list and exits 0.
+func caseShutdown(c *caseEnv) (string, error) {
+	w, err := c.start("a")
+	if err != nil {
+		return "", err
+	}
+	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 2}, "")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.running(id, 0); err != nil {
+		return "", err
+	}
+	w.signal(syscall.SIGTERM)
+	at := c.k.clock.Now()
+	// Give the worker a moment to stop taking before the next job comes.
+	<-c.k.clock.After(200 * time.Millisecond)
+	later, err := c.put("later", map[string]any{"do": "succeed"}, "")
+	if err != nil {
+		return "", err
+	}
+	select {
+	case <-w.done:
+	case <-c.k.clock.After(20 * time.Second):
+		return "", errors.New("the worker did not exit within 20s of SIGTERM")
+	}
+	took := c.k.clock.Now().Sub(at)
+	if code := w.cmd.ProcessState.ExitCode(); code != 0 {
+		return "", fmt.Errorf("the worker exited with status %d after SIGTERM, want 0", code)
+	}
+	if _, err := c.outcome(id, 5*time.Second, "outcome of the job running at SIGTERM", ended); err != nil {
+		return "", err
+	}
+	outs, _, _ := c.k.tee.snapshot(later, "")
+	if len(outs) > 0 {
+		return "", fmt.Errorf("the job pushed after SIGTERM was run: %s", describe(outs))
+	}
+	n, err := c.k.rdb.LLen(c.ctx, c.k.key("working:"+c.queue+":"+w.id)).Result()
+	if err != nil {
+		return "", err
+	}
+	if n > 0 {
+		return "", fmt.Errorf("the worker exited with %d job(s) in its working list: give back what you took and did not run", n)
+	}
+	if n, err = c.k.rdb.LLen(c.ctx, c.k.key("jobs:"+c.queue)).Result(); err != nil || n != 1 {
+		return "", fmt.Errorf("want the job pushed after SIGTERM back on the queue, the queue holds %d (%v)", n, err)
+	}
+	return fmt.Sprintf("exited %s after SIGTERM", took.Round(time.Millisecond)), nil
 }
 
 // caseThroughput: n jobs with a no-op handler, run by one worker.
