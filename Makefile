@@ -5,9 +5,11 @@ GO ?= go
 build:
 	$(GO) build -o bin/freshen ./cmd/freshen
 
-# test starts a throwaway PostgreSQL 15 and Redis, runs every test, and
-# stops them, even on failure.
+# test installs what the clients in clients/ need (scripts/install-clients.sh),
+# starts a throwaway PostgreSQL 15 and Redis, runs every test, and stops
+# them, even on failure.
 test:
+	scripts/install-clients.sh
 	scripts/with-servers.sh $(GO) test -count=1 ./...
 
 # bench runs the Go benchmarks, then freshen bench (starts/s, outcomes/s,
