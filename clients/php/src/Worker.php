@@ -262,6 +262,11 @@ final class Worker
                 }
             }
         }
+        // Outcomes are acknowledged together, after the batch, or as soon as
+        // the oldest waits 100 ms (a job that ran that long is acknowledged
+        // at once): a batch of quick jobs costs one transaction.
+        $outcomes = [];
+        $since = microtime(true);
         foreach ($run as [$raw, $job]) {
             if ($this->stopping) {
                 break; // unstarted: given back when the worker stops
@@ -271,12 +276,15 @@ final class Worker
                 $drop[] = $raw;
                 continue;
             }
-            $outcome = $this->runOne($job);
-            $this->ack([$raw, ...$drop], [$outcome]);
-            $drop = [];
+            $outcomes[] = $this->runOne($job);
+            $drop[] = $raw;
+            if (microtime(true) - $since >= 0.1) {
+                $this->ack($drop, $outcomes);
+                [$drop, $outcomes, $since] = [[], [], microtime(true)];
+            }
         }
         if ($drop) {
-            $this->ack($drop, []);
+            $this->ack($drop, $outcomes);
         }
     }
 
@@ -324,15 +332,18 @@ final class Worker
         $delay = 0.1;
         for ($attempt = 1; ; $attempt++) {
             try {
-                $m = $this->r->multi();
+                // MULTI ... EXEC sent at once (a pipeline), not a command per round trip.
+                $p = $this->r->pipeline();
+                $p->multi();
                 if ($outcomes) {
-                    $m->lPush("{$this->base}outcomes", ...$outcomes);
+                    $p->lPush("{$this->base}outcomes", ...$outcomes);
                 }
                 foreach ($raws as $raw) {
-                    $m->lRem($this->working, $raw, -1);
+                    $p->lRem($this->working, $raw, -1);
                 }
-                $res = $m->exec();
-                if (is_array($res) && !in_array(false, $res, true)) {
+                $p->exec();
+                $res = $p->exec();
+                if (is_array($res) && is_array($res[0] ?? null) && !in_array(false, $res[0], true)) {
                     return;
                 }
                 $err = $this->r->getLastError() ?? 'transaction failed';
