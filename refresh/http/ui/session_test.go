@@ -260,4 +260,11 @@ func TestSessionPostgresTwoInstances(t *testing.T) {
 	fresh := b.signedIn(t, writeToken)
 	require.Equal(t, 1, count(), "the expired session was deleted, the new one kept")
 	require.False(t, a.as(t, fresh.sessionCookie()).signedOut())
+
+	// The writer's token is removed from an instance that restarted (c):
+	// its next request there ends the session on every instance.
+	c := newInstance(t, &refresh.Service{Store: storeB, Clock: clock}, storeB, readerEntry)
+	require.True(t, c.as(t, fresh.sessionCookie()).signedOut())
+	require.True(t, a.as(t, fresh.sessionCookie()).signedOut(), "ended on a, which still knows the token")
+	require.Zero(t, count(), "the session was deleted")
 }
