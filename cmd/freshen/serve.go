@@ -314,8 +314,8 @@ func (m *Main) ParseFlags(args []string) error {
 	c := &m.Config
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(m.logOut)
-	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL (env FRESHEN_DATABASE_URL or DATABASE_URL)")
-	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL, e.g. redis://localhost:6379/0 (env FRESHEN_REDIS_URL or REDIS_URL)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL; give one with a password in the environment (FRESHEN_DATABASE_URL or DATABASE_URL): a command line is no secret")
+	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL, e.g. redis://localhost:6379/0; give one with a password in the environment (FRESHEN_REDIS_URL or REDIS_URL): a command line is no secret")
 	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", c.RedisSentinelMaster, "name of the Redis primary that Redis Sentinel watches (with --redis-sentinel-addrs)")
 	listVar(fs, &c.RedisSentinelAddrs, "redis-sentinel-addrs", "comma-separated host:port of the Redis Sentinels; --redis-url then has no host (e.g. redis://:password@/0)")
 	fs.StringVar(&c.RedisSentinelPassword, "redis-sentinel-password", c.RedisSentinelPassword, "password of the Redis Sentinels, if they need one")
