@@ -12,11 +12,11 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from . import wire
-from .common import MAX_BATCH, Options, Stats, Task, count_outcome
+from .common import MAX_BATCH, JobFields, Options, Stats, Task, count_outcome
 from .wire import Failure, Snooze, Unchanged  # noqa: F401 (the handler's results, here too)
 
 
-class RunningJob:
+class RunningJob(JobFields):
     """The handle an async handler gets: the job's fields, its cancellation
     and a way to post status messages. When the job must stop (its attempt
     revoked, its deadline passed) `cancelled` is set and the handler's task
@@ -24,22 +24,11 @@ class RunningJob:
     failure is posted (the scheduler ignores it as stale or late)."""
 
     def __init__(self, worker: "Worker", task: Task):
-        self._worker, self._task = worker, task
-        job = task.job
-        self.model_id = job.model_id
-        self.attempt_uid = job.attempt_uid
-        self.attempt_no = job.attempt_no
-        self.queue = job.queue
-        self.payload = job.payload
-        self.started_at = job.started_at
-        self.deadline_at = job.deadline_at
+        super().__init__(task)
+        self._worker = worker
+        # Set when the job must stop: its attempt was revoked or its deadline
+        # passed (cancel_reason says which).
         self.cancelled = asyncio.Event()
-
-    @property
-    def cancel_reason(self) -> Optional[str]:
-        """superseded, cancelled, deleted (or another reason the scheduler
-        gave) or deadline; None while the job may go on."""
-        return self._task.reason
 
     async def wait(self, seconds: float) -> bool:
         """Waits up to seconds; True if the job was cancelled meanwhile."""

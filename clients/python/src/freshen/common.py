@@ -105,3 +105,25 @@ def count_outcome(stats: Stats, kind: str) -> None:
 
 
 MAX_BATCH = 1000
+
+
+class JobFields:
+    """What both workers' job handles share: the job's fields and why it was
+    stopped."""
+
+    def __init__(self, task: Task):
+        self._task = task
+        job = task.job
+        self.model_id = job.model_id
+        self.attempt_uid = job.attempt_uid
+        self.attempt_no = job.attempt_no
+        self.queue = job.queue
+        self.payload = job.payload
+        self.started_at = job.started_at
+        self.deadline_at = job.deadline_at
+
+    @property
+    def cancel_reason(self) -> Optional[str]:
+        """superseded, cancelled, deleted (or another reason the scheduler
+        gave) or deadline; None while the job may go on."""
+        return self._task.reason

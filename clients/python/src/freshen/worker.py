@@ -14,32 +14,19 @@ from typing import Any, Callable, Dict, List, Optional
 import redis as redislib
 
 from . import wire
-from .common import MAX_BATCH, Options, Stats, Task, count_outcome
+from .common import MAX_BATCH, JobFields, Options, Stats, Task, count_outcome
 
 
-class RunningJob:
+class RunningJob(JobFields):
     """The handle a handler gets: the job's fields, its cancellation and a
     way to post status messages."""
 
     def __init__(self, worker: "Worker", task: Task):
-        self._worker, self._task = worker, task
-        job = task.job
-        self.model_id = job.model_id
-        self.attempt_uid = job.attempt_uid
-        self.attempt_no = job.attempt_no
-        self.queue = job.queue
-        self.payload = job.payload
-        self.started_at = job.started_at
-        self.deadline_at = job.deadline_at
+        super().__init__(task)
+        self._worker = worker
         # Set when the job must stop: its attempt was revoked or its deadline
         # passed (cancel_reason says which).
         self.cancelled = threading.Event()
-
-    @property
-    def cancel_reason(self) -> Optional[str]:
-        """superseded, cancelled, deleted (or another reason the scheduler
-        gave) or deadline; None while the job may go on."""
-        return self._task.reason
 
     def wait(self, seconds: float) -> bool:
         """Waits up to seconds; True if the job was cancelled meanwhile."""
