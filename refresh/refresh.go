@@ -14,8 +14,9 @@
 // with Event "" changed nothing; one with Unchanged set is a no-op action
 // (nothing written, nothing published). Otherwise the caller records it
 // with changes.add, which writes the model, the history row (historyRow)
-// and the events (NewEvents: the decision's own and, for a success that
-// ends a freshness episode, the freshness_restored of Decision.Also).
+// and the events (NewEvents: the decision's own and, in Decision.Also, the
+// freshness_restored of a success that ends a freshness episode or the
+// trigger of an update that re-enables a disabled model).
 //
 // # Extensions (docs/policy.md)
 //
@@ -86,7 +87,7 @@
 // pass from triggering twice. It revokes the attempts EventRevocation
 // names (trigger, debounce, cancel, delete).
 //
-// Service writes upstreams and applies Edit; the HTTP API shows the new
+// Service writes upstreams and applies Update; the HTTP API shows the new
 // state fields, the upstreams' status and UpstreamWaiting's sentence;
 // bulk actions use the single actions' transitions (bulk.go).
 package refresh
