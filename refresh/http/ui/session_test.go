@@ -268,3 +268,42 @@ func TestSessionPostgresTwoInstances(t *testing.T) {
 	require.True(t, a.as(t, fresh.sessionCookie()).signedOut(), "ended on a, which still knows the token")
 	require.Zero(t, count(), "the session was deleted")
 }
+
+// Every SessionStore keeps a session until it expires (at ExpiresAt
+// exactly) or is deleted, and answers ENOTFOUND for the rest.
+func TestSessionStores(t *testing.T) {
+	t.Parallel()
+	stores := map[string]func(t *testing.T) ui.SessionStore{
+		"memory":   func(*testing.T) ui.SessionStore { return memory.NewSessions() },
+		"postgres": func(t *testing.T) ui.SessionStore { s, _, _ := pgSessions(t); return s },
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			ctx := context.Background()
+			sess := refresh.Session{Hash: "h1", TokenHash: refreshhttp.HashToken(readToken), TokenName: "reader",
+				CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+			require.NoError(t, s.CreateSession(ctx, sess, now))
+			got, err := s.Session(ctx, "h1", now.Add(59*time.Minute))
+			require.NoError(t, err)
+			require.Equal(t, sess.TokenHash, got.TokenHash)
+			require.Equal(t, "reader", got.TokenName)
+			require.True(t, sess.ExpiresAt.Equal(got.ExpiresAt))
+			_, err = s.Session(ctx, "h1", now.Add(time.Hour))
+			require.Equal(t, refresh.ENOTFOUND, refresh.ErrorCode(err), "expired at ExpiresAt")
+			_, err = s.Session(ctx, "h2", now)
+			require.Equal(t, refresh.ENOTFOUND, refresh.ErrorCode(err), "unknown")
+
+			sess2 := sess
+			sess2.Hash = "h2"
+			require.NoError(t, s.CreateSession(ctx, sess2, now))
+			require.NoError(t, s.DeleteSession(ctx, "h2"))
+			_, err = s.Session(ctx, "h2", now)
+			require.Equal(t, refresh.ENOTFOUND, refresh.ErrorCode(err), "deleted")
+			require.NoError(t, s.DeleteSession(ctx, "h2"), "deleting none is no error")
+			_, err = s.Session(ctx, "h1", now)
+			require.NoError(t, err, "the other session stays")
+		})
+	}
+}
