@@ -60,7 +60,8 @@ type AuditEntry struct {
 	// Bulk marks an action applied by a bulk action.
 	Bulk bool `json:"bulk,omitempty"`
 	// Trigger marks a create, replace or patch that also triggered the
-	// model (trigger: true).
+	// model: with trigger: true, or one that changed the definition of a
+	// disabled model, which re-enables it (Update).
 	Trigger bool `json:"trigger,omitempty"`
 	// Changes are the definition fields a create, replace or patch
 	// changed, in DefinitionChanges' order.
