@@ -545,7 +545,8 @@ func caseCrash(c *caseEnv) (string, error) {
 
 // caseBadJobs: jobs that break the rules (not JSON, no attempt_uid, over
 // the size limit) are dead-lettered with a reason "job: ...", and the
-// worker goes on.
+// worker goes on; a malformed outcome the kit pushes is dead-lettered by
+// the scheduler.
 func caseBadJobs(c *caseEnv) (string, error) {
 	if _, err := c.start("a"); err != nil {
 		return "", err
@@ -561,8 +562,13 @@ func caseBadJobs(c *caseEnv) (string, error) {
 			return "", err
 		}
 	}
+	// And a malformed outcome, as a worker that breaks the rules would
+	// send it: the scheduler sets it aside.
+	if err := c.k.rdb.LPush(c.ctx, c.k.key("outcomes"), `{"model_id": "`+tag+`", "outcome": "success"}`).Err(); err != nil {
+		return "", err
+	}
 	var reasons []string
-	err := c.poll(15*time.Second, "dead letters for the 3 bad jobs", func() (bool, error) {
+	err := c.poll(15*time.Second, "dead letters for the 3 bad jobs and the bad outcome", func() (bool, error) {
 		entries, err := c.k.rdb.LRange(c.ctx, c.k.key("dead"), 0, -1).Result()
 		if err != nil {
 			return false, err
@@ -577,15 +583,19 @@ func caseBadJobs(c *caseEnv) (string, error) {
 				reasons = append(reasons, d.Reason)
 			}
 		}
-		return len(reasons) == len(bad), nil
+		return len(reasons) == len(bad)+1, nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("%w (found %q)", err, reasons)
 	}
+	jobs := 0
 	for _, r := range reasons {
-		if !strings.HasPrefix(r, "job: ") {
-			return "", fmt.Errorf(`a dead letter's reason must start with "job: ", got %q`, r)
+		if strings.HasPrefix(r, "job: ") {
+			jobs++
 		}
+	}
+	if jobs != len(bad) {
+		return "", fmt.Errorf(`want %d dead letters of jobs, with reasons that start with "job: ", got %q`, len(bad), reasons)
 	}
 	id, err := c.put("m", map[string]any{"do": "succeed"}, "")
 	if err != nil {
