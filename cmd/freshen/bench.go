@@ -259,6 +259,8 @@ func runBenchE2E(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.IntVar(&run.Concurrency, "concurrency", bench.DefaultWorkerConcurrency, "worker concurrency")
 	durationVar(fs, &run.Lead, "lead", 0, "time from the start of the load to the instant the models are due (default 2s + 40µs a model)")
 	durationVar(fs, &run.Timeout, "timeout", bench.DefaultE2ETimeout, "give up this long after the due instant")
+	fs.StringVar(&run.Events, "events", "", "freshen serve --events (default all): e.g. -started,-succeeded; without started or succeeded the run is followed on serve's metrics")
+	fs.BoolVar(&run.FollowMetrics, "follow-metrics", false, "follow the run on serve's metrics (read every 20ms) rather than on the events stream, whatever --events")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: freshen bench e2e [flags]
 
@@ -290,6 +292,8 @@ It works in a schema and under a Redis key prefix of its own.`)
 		bad = fmt.Errorf("--lead: must be >= 0, got %s", run.Lead)
 	case run.Timeout <= 0:
 		bad = fmt.Errorf("--timeout: must be > 0, got %s", run.Timeout)
+	case run.Events != "":
+		_, bad = parseEvents(run.Events)
 	}
 	return benchRun(ctx, "freshen bench e2e", cfg, bad, fmt.Sprintf(", worker concurrency %d", run.Concurrency), stdout, stderr,
 		func(b *bench.Bench) error {
@@ -339,6 +343,7 @@ func printE2E(out io.Writer, r bench.E2EResult) {
 	}
 	fmt.Fprintf(out, "  (load average before %s, after %s; checked in SQL: every model idle with its next run in the future, with exactly one attempt, successful)\n",
 		r.LoadBefore, r.LoadAfter)
+	printE2ESizes(out, r)
 
 	field := func(v string, why string) string {
 		if why != "" {
@@ -346,13 +351,34 @@ func printE2E(out io.Writer, r bench.E2EResult) {
 		}
 		return v
 	}
-	fmt.Fprintf(out, "RESULT system=freshen n=%d seconds=%.3f rate=%.1f first_start_ms=%.1f first_outcome_ms=%.1f serve_hwm_kb=%d worker_hwm_kb=%d serve_cpu_s=%.2f worker_cpu_s=%.2f pg_cpu_s=%s redis_cpu_s=%s pg_xacts_per_1k=%.1f pg_statements_per_1k=%s redis_commands_per_1k=%.1f load=%s\n",
+	fmt.Fprintf(out, "RESULT system=freshen n=%d seconds=%.3f rate=%.1f first_start_ms=%.1f first_outcome_ms=%.1f serve_hwm_kb=%d worker_hwm_kb=%d serve_cpu_s=%.2f worker_cpu_s=%.2f pg_cpu_s=%s redis_cpu_s=%s pg_xacts_per_1k=%.1f pg_statements_per_1k=%s redis_commands_per_1k=%.1f load=%s events=%s pg_bytes_per_model=%.0f pg_bytes_per_attempt=%.0f\n",
 		r.Models, r.Done.Seconds(), r.CyclesPerSec(), ms(r.FirstStart), ms(r.FirstOutcome), r.ServePeakRSS>>10, r.WorkerPeakRSS>>10,
 		r.CPU.Serve.Seconds(), r.CPU.Worker.Seconds(),
 		field(fmt.Sprintf("%.2f", r.CPU.Postgres.Seconds()), r.CPU.PostgresNote),
 		field(fmt.Sprintf("%.2f", r.CPU.Redis.Seconds()), r.CPU.RedisNote),
 		per1k(r.Transactions), field(fmt.Sprintf("%.1f", per1k(r.Statements)), r.StatementsNote),
-		per1k(r.RedisCommandsTotal()), strings.ReplaceAll(r.LoadBefore, " ", ","))
+		per1k(r.RedisCommandsTotal()), strings.ReplaceAll(r.LoadBefore, " ", ","), cmp.Or(r.Events, "all"),
+		r.Sizes.ModelBytes, r.Sizes.AttemptBytes)
+}
+
+// printE2ESizes prints what the tables of an end-to-end run take.
+func printE2ESizes(out io.Writer, r bench.E2EResult) {
+	s := r.Sizes
+	benchRow(out, "PostgreSQL bytes / model (models: heap, indexes, TOAST)", benchNumber(s.ModelBytes, 0), "", true)
+	benchRow(out, "PostgreSQL bytes / history row (attempts: heap, indexes)", benchNumber(s.AttemptBytes, 0), "", true)
+	benchRow(out, "  in the table's heap, in its indexes", benchNumber(s.ModelHeapBytes, 0)+", "+benchNumber(s.ModelIndexBytes, 0), "", true)
+	benchRow(out, "  a live row of models (header included)", benchNumber(s.ModelRowBytes, 0), "", true)
+	benchRow(out, "  after VACUUM FULL models (no dead versions)", benchNumber(s.CompactModelBytes, 0), "", true)
+	for _, t := range []struct {
+		name string
+		cols []bench.ColumnSize
+	}{{"models", s.ModelColumns}, {"attempts", s.AttemptColumns}} {
+		parts := make([]string, len(t.cols))
+		for i, c := range t.cols {
+			parts[i] = fmt.Sprintf("%s %.1f", c.Name, c.Bytes)
+		}
+		fmt.Fprintf(out, "  (bytes per column of %s, average: %s)\n", t.name, strings.Join(parts, ", "))
+	}
 }
 
 // runBenchWorker is `freshen bench worker`, the worker process of freshen

@@ -284,6 +284,11 @@ func schemaURL(cfg *pgxpool.Config) string {
 // from which one INSERT adds the models with the harness's policy. It then
 // analyzes the tables.
 func (b *Bench) load(ctx context.Context, pool *pgxpool.Pool, prefix string, n int, base time.Time, step time.Duration) error {
+	return b.loadPayload(ctx, pool, prefix, n, base, step, Payload)
+}
+
+// loadPayload is load with payload as every model's.
+func (b *Bench) loadPayload(ctx context.Context, pool *pgxpool.Pool, prefix string, n int, base time.Time, step time.Duration, payload string) error {
 	if n == 0 {
 		return nil
 	}
@@ -313,7 +318,7 @@ func (b *Bench) load(ctx context.Context, pool *pgxpool.Pool, prefix string, n i
 		return fmt.Errorf("load models: copy: %w", err)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-		SELECT id, $1, $2::json, $3::jsonb, $4, refresh_at FROM load`, Queue, Payload, b.policy, b.clock.Now())
+		SELECT id, $1, $2::json, $3::jsonb, $4, refresh_at FROM load`, Queue, payload, b.policy, b.clock.Now())
 	if err != nil {
 		return fmt.Errorf("load models: %w", err)
 	}

@@ -36,6 +36,14 @@ type E2EConfig struct {
 	// Timeout is how long after the due instant the run gives up (default
 	// DefaultE2ETimeout).
 	Timeout time.Duration
+	// Events, if set, is serve's --events. Without started or succeeded
+	// in it, the run is followed on serve's metrics instead of the events
+	// stream.
+	Events string
+	// FollowMetrics follows the run on serve's metrics even if the stream
+	// carries started and succeeded, so that runs with and without them
+	// pay for the same reads.
+	FollowMetrics bool
 }
 
 func (c E2EConfig) withDefaults() (E2EConfig, error) {
@@ -93,6 +101,10 @@ type E2EResult struct {
 	// LoadBefore and LoadAfter are the machine's load average before and
 	// after the run.
 	LoadBefore, LoadAfter string
+	// Events is serve's --events ("" for all).
+	Events string
+	// Sizes is what the tables take at the end of the run.
+	Sizes E2ESizes
 }
 
 // CyclesPerSec is how many models went due -> started -> succeeded -> idle
@@ -125,15 +137,17 @@ type E2ECPU struct {
 // child process (queue.Worker with a no-op handler), timed from the due
 // instant until every model has gone due -> started -> worked -> outcome
 // applied, as read on the lifecycle events stream (one succeeded entry per
-// model). It then stops both children and checks in SQL that every model
-// has exactly one attempt, successful, and is idle with its next run in
-// the future; it returns an error if not.
+// model), or on serve's metrics when cfg.Events leaves started or
+// succeeded out of the stream. It then stops both children and checks in
+// SQL that every model has exactly one attempt, successful, and is idle
+// with its next run in the future; it returns an error if not. Last, it
+// measures what the tables take (Sizes).
 func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return E2EResult{}, err
 	}
-	res := E2EResult{Models: cfg.Models, Concurrency: cfg.Concurrency, BatchSize: b.cfg.BatchSize, LoadBefore: LoadAverage()}
+	res := E2EResult{Models: cfg.Models, Concurrency: cfg.Concurrency, BatchSize: b.cfg.BatchSize, LoadBefore: LoadAverage(), Events: cfg.Events}
 	poolCfg, err := b.newSchema(ctx, "e2e")
 	if err != nil {
 		return res, err
@@ -152,7 +166,11 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 	res.StatementsNote = why
 
 	b.logf("e2e: starting freshen serve and freshen bench worker (concurrency %d)", cfg.Concurrency)
-	serve, err := b.startServe(ctx, poolCfg)
+	var serveFlags []string
+	if cfg.Events != "" {
+		serveFlags = append(serveFlags, "--events", cfg.Events)
+	}
+	serve, err := b.startServe(ctx, poolCfg, serveFlags...)
 	if err != nil {
 		return res, err
 	}
@@ -164,7 +182,10 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 	defer worker.kill()
 	res.ServePID, res.WorkerPID = serve.pid(), worker.pid()
 
-	events := newEventReader(b.rdb, b.keys.events(), cfg.Models, b.clock)
+	events, err := b.newProgress(cfg.Events, cfg.FollowMetrics, serve.addr, cfg.Models)
+	if err != nil {
+		return res, err
+	}
 	readCtx, stopReading := context.WithCancel(ctx)
 	readErr, readDone := make(chan error, 1), make(chan struct{})
 	go func() {
@@ -212,14 +233,14 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 	timeout := b.clock.After(cfg.Timeout)
 	for done := false; !done; {
 		select {
-		case <-events.done:
+		case <-events.finished():
 			done = true
 		case <-progress:
 			started, succeeded := events.counts()
 			b.logf("e2e: %.0fs: %d started, %d succeeded", b.clock.Now().Sub(t0).Seconds(), started, succeeded)
 			progress = b.clock.After(2 * time.Second)
 		case err := <-readErr:
-			return res, fmt.Errorf("read the events stream: %w", err)
+			return res, fmt.Errorf("follow the run: %w", err)
 		case <-timeout:
 			started, succeeded := events.counts()
 			c, err := b.check(ctx, poolCfg)
@@ -294,6 +315,9 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 			cfg.Models, c, duplicates)
 	}
 	b.logf("e2e: checked: %s", c)
+	if res.Sizes, err = b.sizes(ctx, poolCfg); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
@@ -305,7 +329,7 @@ func (b *Bench) loadAndNotify(ctx context.Context, cfg *pgxpool.Config, n int, t
 		return fmt.Errorf("connect to database: %w", err)
 	}
 	defer pool.Close()
-	if err := b.load(ctx, pool, "m-", n, t0, 0); err != nil {
+	if err := b.loadPayload(ctx, pool, "m-", n, t0, 0, E2EPayload); err != nil {
 		return err
 	}
 	if _, err := pool.Exec(ctx, `SELECT pg_notify($1, current_schema())`, postgres.NotifyChannel); err != nil {
@@ -325,7 +349,7 @@ type sample struct {
 
 // sample reads the CPU of the processes (of the servers if their pids are
 // known) and the Redis command counts into s.
-func (b *Bench) sample(ctx context.Context, s *sample, serve, worker *child, pgPID, redisPID int, events *eventReader) error {
+func (b *Bench) sample(ctx context.Context, s *sample, serve, worker *child, pgPID, redisPID int, events e2eProgress) error {
 	var err error
 	if s.serve, err = processCPU(serve.pid()); err != nil {
 		return err
@@ -343,7 +367,7 @@ func (b *Bench) sample(ctx context.Context, s *sample, serve, worker *child, pgP
 			return err
 		}
 	}
-	s.reads = events.reads.Load()
+	s.reads = events.xreads()
 	s.commands, err = commandCalls(ctx, b.rdb)
 	return err
 }
