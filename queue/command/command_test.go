@@ -573,4 +573,3 @@ not JSON: {"kind": "other"}
 		require.True(t, strings.HasPrefix(err.Error(), "start gone: "), err.Error())
 	})
 }
-
