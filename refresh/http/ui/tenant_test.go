@@ -8,8 +8,6 @@ package ui_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -20,7 +18,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -34,7 +31,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/freshen-dev/freshen/migrations"
 	"github.com/freshen-dev/freshen/refresh"
 	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 	"github.com/freshen-dev/freshen/refresh/http/ui"
@@ -147,31 +143,8 @@ type tenantServer struct {
 // and audit.
 func setupTenants(t *testing.T) *tenantServer {
 	t.Helper()
-	dbURL := os.Getenv("DATABASE_URL")
-	if dbURL == "" {
-		t.Skip("DATABASE_URL is not set; run under scripts/with-servers.sh")
-	}
 	ctx := context.Background()
-	name := make([]byte, 6)
-	_, _ = rand.Read(name)
-	schema := "test_" + hex.EncodeToString(name)
-	exec := func(sql string) {
-		conn, err := pgx.Connect(ctx, dbURL)
-		require.NoError(t, err)
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		require.NoError(t, err)
-	}
-	exec("CREATE SCHEMA " + schema)
-	t.Cleanup(func() { exec("DROP SCHEMA " + schema + " CASCADE") })
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	require.NoError(t, err)
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
-	require.NoError(t, err)
-	err = migrations.Migrate(ctx, conn)
-	conn.Close(ctx)
-	require.NoError(t, err)
+	cfg := migratedSchema(t)
 	counter := &statementCounter{}
 	cfg.ConnConfig.Tracer = counter
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
