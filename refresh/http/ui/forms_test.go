@@ -5,18 +5,20 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/http/ui"
 )
 
 // Every form of the dashboard that writes changes only what it shows. The
 // forms that write models are the preview's Save (the policy) and the
 // model page's action buttons (the run state); the replay only
-// simulates. (The sign-in and sign-out forms write sessions, the dead
-// letters' form dead letters: see session_test.go and TestDead.)
+// simulates; the dead letters' form acts on the entries ticked. (The
+// sign-in and sign-out forms write sessions: see session_test.go.)
 
 // definedModel creates model id with every field of a definition set
 // away from its default, paused, and returns it.
@@ -117,4 +119,54 @@ func TestFormReplayWritesNothing(t *testing.T) {
 	audit, err := b.store.Audit(context.Background(), "m1", 0, 10)
 	require.NoError(t, err)
 	require.Empty(t, audit, "the test's writes carry no audit; the replay wrote none")
+}
+
+// recordedDead is a dead-letter list of two entries that records what is
+// done to it.
+type recordedDead struct {
+	mu   sync.Mutex
+	done []string
+}
+
+func (d *recordedDead) DeadLetters(context.Context, string, int) ([]refresh.DeadLetter, string, error) {
+	return []refresh.DeadLetter{{ID: "aa", At: now, Reason: "r", Message: "{}", List: "outcomes"},
+		{ID: "bb", At: now, Reason: "r", Message: "{}", List: "outcomes"}}, "", nil
+}
+
+func (d *recordedDead) record(what string, ids []string) (refresh.DeadResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		d.done = append(d.done, what+" "+id)
+	}
+	if ids == nil {
+		d.done = append(d.done, what+" all")
+	}
+	return refresh.DeadResult{Done: len(ids)}, nil
+}
+
+func (d *recordedDead) RequeueDead(_ context.Context, ids []string) (refresh.DeadResult, error) {
+	return d.record("requeue", ids)
+}
+func (d *recordedDead) RequeueAllDead(context.Context) (refresh.DeadResult, error) {
+	return d.record("requeue", nil)
+}
+func (d *recordedDead) DropDead(_ context.Context, ids []string) (refresh.DeadResult, error) {
+	return d.record("drop", ids)
+}
+func (d *recordedDead) DropAllDead(context.Context) (refresh.DeadResult, error) {
+	return d.record("drop", nil)
+}
+
+// The dead letters' form acts on the entries ticked, and on no other.
+func TestFormDeadActsOnTheTicked(t *testing.T) {
+	t.Parallel()
+	dead := &recordedDead{}
+	b := setup(t, ui.WithDeadLetters(dead))
+	admin := b.signedIn(t, adminToken)
+	for _, do := range []string{"requeue", "drop"} {
+		res, body := admin.post("/ui/dead", url.Values{"csrf": {admin.csrf("/ui/dead")}, "do": {do}, "ids": {"bb"}})
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, body)
+	}
+	require.Equal(t, []string{"requeue bb", "drop bb"}, dead.done)
 }
