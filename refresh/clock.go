@@ -26,9 +26,13 @@ func (SystemClock) Now() time.Time { return time.Now().UTC() }
 // After returns time.After(d).
 func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// ScaledClock runs Speed times faster than the wall clock, starting at
-// Origin when it is created. The demo uses it to show a day in minutes.
+// ScaledClock runs speed times faster than the wall clock from its origin,
+// and can be slowed down or sped up while it runs. The demo uses it to show
+// a day in minutes, then goes on at real speed. Its timers never fire early
+// when the speed drops: each wakes, reads the clock and waits again until
+// its time has come.
 type ScaledClock struct {
+	mu     sync.Mutex
 	origin time.Time // virtual time at start
 	start  time.Time // wall time at start
 	speed  float64
@@ -42,15 +46,39 @@ func NewScaledClock(origin time.Time, speed float64) *ScaledClock {
 
 // Now returns the scaled time.
 func (c *ScaledClock) Now() time.Time {
-	return c.origin.Add(time.Duration(float64(time.Since(c.start)) * c.speed))
+	now, _ := c.read()
+	return now
 }
 
-// After fires after d of scaled time.
+func (c *ScaledClock) read() (time.Time, float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.origin.Add(time.Duration(float64(time.Since(c.start)) * c.speed)), c.speed
+}
+
+// SetSpeed makes the clock run speed times faster than the wall clock from
+// now on; the scaled time does not jump. speed must be > 0.
+func (c *ScaledClock) SetSpeed(speed float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wall := time.Now()
+	c.origin = c.origin.Add(time.Duration(float64(wall.Sub(c.start)) * c.speed))
+	c.start, c.speed = wall, speed
+}
+
+// After fires once d of scaled time has passed.
 func (c *ScaledClock) After(d time.Duration) <-chan time.Time {
 	out := make(chan time.Time, 1)
+	at := c.Now().Add(d)
 	go func() {
-		<-time.After(time.Duration(float64(d) / c.speed))
-		out <- c.Now()
+		for {
+			now, speed := c.read()
+			if !now.Before(at) {
+				out <- now
+				return
+			}
+			<-time.After(time.Duration(float64(at.Sub(now))/speed) + time.Microsecond)
+		}
 	}()
 	return out
 }

@@ -157,7 +157,7 @@ func runDemoConfig(ctx context.Context, cfg demoConfig, out io.Writer) error {
 		}
 	}
 
-	clock := newDemoClock(cfg.Start, cfg.Speed)
+	clock := refresh.NewScaledClock(cfg.Start, cfg.Speed)
 	redisQueue, err := queue.New(client, queue.Options{Consumer: "demo", Clock: clock, Logger: quiet})
 	if err != nil {
 		return err
