@@ -313,6 +313,12 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, nil, err)
 		return
 	}
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		// The browser's session before this sign-in ends with it.
+		if err := h.sessions.DeleteSession(r.Context(), sessionHash(c.Value)); err != nil {
+			h.log.Error("delete dashboard session", "err", err)
+		}
+	}
 	h.log.Info("dashboard sign-in", "token", p.Name, "remote", r.RemoteAddr)
 	http.SetCookie(w, h.cookie(r, sessionCookie, id, 0))
 	http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))

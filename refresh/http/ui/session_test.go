@@ -72,6 +72,16 @@ func TestSessionNotTheToken(t *testing.T) {
 	require.True(t, br.signedOut())
 	require.True(t, stolen.signedOut(), "a copy of the cookie ends with the session")
 
+	// A new sign-in in the same browser ends the session before it.
+	before := b.signedIn(t, readToken)
+	first := before.sessionCookie()
+	csrf := before.csrf("/ui/login")
+	res, _ = before.post("/ui/login", url.Values{"csrf": {csrf}, "token": {writeToken}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.NotEqual(t, first.Value, before.sessionCookie().Value)
+	require.True(t, b.as(t, first).signedOut(), "the first session ended with the second sign-in")
+	require.False(t, before.signedOut())
+
 	// A made-up session id, or the token itself in the cookie, is no session.
 	for _, v := range []string{readToken, strings.Repeat("A", 43), "", "x"} {
 		require.True(t, b.as(t, &http.Cookie{Name: "freshen_session", Value: v}).signedOut(), "cookie %q", v)
