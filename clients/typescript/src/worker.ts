@@ -293,6 +293,9 @@ export class Worker {
   private async fetchLoop(): Promise<void> {
     while (!this.stopping) {
       while (this.free === 0 && !this.stopping) await this.changed;
+      // Let the handlers that are finishing free their slots too: one take
+      // for all of them.
+      await new Promise((r) => setImmediate(r));
       if (this.stopping) return;
       const n = Math.min(this.free, MAX_BATCH);
       this.free -= n;
@@ -300,10 +303,15 @@ export class Worker {
       const raws: Buffer[] = [];
       let failed = false;
       try {
-        const raw = await this.blocking.blmoveBuffer(this.keys.jobs, this.keys.working, "RIGHT", "LEFT", this.blockMs / 1000);
-        if (raw) {
-          raws.push(raw);
-          if (n > 1) raws.push(...((await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n - 1, 8 * this.lim.maxBytes])) as Buffer[]));
+        // While jobs wait, one script moves up to n of them; when none
+        // does, BLMOVE waits for the first, and the script takes more.
+        raws.push(...((await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n, 8 * this.lim.maxBytes])) as Buffer[]));
+        if (raws.length === 0) {
+          const raw = await this.blocking.blmoveBuffer(this.keys.jobs, this.keys.working, "RIGHT", "LEFT", this.blockMs / 1000);
+          if (raw) {
+            raws.push(raw);
+            if (n > 1) raws.push(...((await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n - 1, 8 * this.lim.maxBytes])) as Buffer[]));
+          }
         }
       } catch (e) {
         this.log("error", "take jobs", { err: String(e) });
