@@ -69,10 +69,11 @@ export class RunningJob implements Job {
   readonly payload: unknown;
   readonly startedAt?: Date;
   readonly deadlineAt?: Date;
-  /** Aborted, with a JobCancelled as its reason, when the job must stop. */
-  readonly signal: AbortSignal;
-  /** @internal */
-  readonly controller: AbortController;
+  // Made when first asked for (an AbortController costs more than the rest
+  // of a quick job), aborted at once if the job was cancelled before.
+  private controller?: AbortController;
+  private cancelled?: JobCancelled;
+  private readonly waiters = new Set<() => void>();
 
   /** @internal */
   constructor(private readonly worker: Worker, job: Job) {
@@ -83,13 +84,29 @@ export class RunningJob implements Job {
     this.payload = job.payload;
     this.startedAt = job.startedAt;
     this.deadlineAt = job.deadlineAt;
-    this.controller = new AbortController();
-    this.signal = this.controller.signal;
+  }
+
+  /** Aborted, with a JobCancelled as its reason, when the job must stop. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.cancelled) this.controller.abort(this.cancelled);
+    }
+    return this.controller.signal;
   }
 
   /** superseded, cancelled, deleted or deadline once the job must stop; undefined before. */
   get cancelReason(): string | undefined {
-    return this.signal.aborted ? (this.signal.reason as JobCancelled).reason : undefined;
+    return this.cancelled?.reason;
+  }
+
+  /** @internal */
+  cancel(reason: string): boolean {
+    if (this.cancelled) return false;
+    this.cancelled = new JobCancelled(reason);
+    this.controller?.abort(this.cancelled);
+    for (const wake of this.waiters) wake();
+    return true;
   }
 
   /** Posts a progress message, shown to customers while the job runs. */
@@ -99,16 +116,16 @@ export class RunningJob implements Job {
 
   /** Waits up to ms milliseconds; true if the job was cancelled meanwhile. */
   wait(ms: number): Promise<boolean> {
-    if (this.signal.aborted) return Promise.resolve(true);
+    if (this.cancelled) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = (v: boolean) => {
         clearTimeout(timer);
-        this.signal.removeEventListener("abort", onAbort);
+        this.waiters.delete(onCancel);
         resolve(v);
       };
-      const onAbort = () => done(true);
+      const onCancel = () => done(true);
       const timer = setTimeout(() => done(false), ms);
-      this.signal.addEventListener("abort", onAbort);
+      this.waiters.add(onCancel);
     });
   }
 }
@@ -514,12 +531,12 @@ export class Worker {
   /** Stops the running jobs whose deadline passed (every 100 ms) or whose attempt was revoked (every revokedCheckMs). */
   private async watch(): Promise<void> {
     const now = Date.now();
-    const running = [...this.active].filter((t) => t.handle && !t.handle.signal.aborted);
+    const running = [...this.active].filter((t) => t.handle && !t.handle.cancelReason);
     for (const t of running) {
       if (t.job!.deadlineAt && t.job!.deadlineAt.getTime() <= now) this.cancel(t, "deadline");
     }
     if (this.checking || now - this.lastRevokedCheck < this.revokedCheckMs) return;
-    const live = running.filter((t) => t.handle && !t.handle.signal.aborted);
+    const live = running.filter((t) => t.handle && !t.handle.cancelReason);
     if (live.length === 0) return;
     this.lastRevokedCheck = now;
     this.checking = true;
@@ -540,9 +557,7 @@ export class Worker {
 
   private cancel(t: Task, reason: string): void {
     const h = t.handle;
-    if (!h || h.signal.aborted) return;
-    this.log("info", "stopping job", { model_id: h.modelId, attempt_uid: h.attemptUid, reason });
-    h.controller.abort(new JobCancelled(reason));
+    if (h?.cancel(reason)) this.log("info", "stopping job", { model_id: h.modelId, attempt_uid: h.attemptUid, reason });
   }
 
   private async giveBackAll(): Promise<void> {

@@ -22,6 +22,11 @@ describe("worker", { skip: URL ? false : "REDIS_URL is not set: run under script
       start(opts = {}) {
         const w = new Worker(
           async (job) => {
+            if (job.payload?.conformance?.abortable) {
+              const signal = job.signal; // aborted when the job must stop
+              await new Promise((res) => signal.addEventListener("abort", res));
+              throw signal.reason;
+            }
             if (job.payload?.conformance?.raise) {
               class KeyError extends Error {}
               throw new KeyError(job.payload.conformance.raise);
@@ -123,6 +128,17 @@ describe("worker", { skip: URL ? false : "REDIS_URL is not set: run under script
     assert.ok(Date.now() - t0 < 1000, `${Date.now() - t0} ms`);
     assert.equal(o.outcome, "failure");
     assert.equal(w.stats.stopped, 1);
+    await c.cleanup();
+  });
+
+  test("the job's signal aborts with the reason", async () => {
+    const c = setup();
+    const { w } = c.start();
+    const uid = await c.push("abortable", { abortable: true });
+    while (w.stats.taken === 0) await new Promise((res) => setTimeout(res, 20));
+    await r.set(c.p + "revoked:" + uid, "cancelled");
+    const [o] = await c.outcomes(1);
+    assert.deepEqual([o.kind, o.message], ["JobCancelled", "job stopped: cancelled"]);
     await c.cleanup();
   });
 
