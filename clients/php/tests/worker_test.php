@@ -243,15 +243,11 @@ test('worker: a killed worker keeps its job in its list, and its lease gives it 
 test('worker: stop lets the running jobs finish and posts their outcomes', function (): void {
     $w = new W();
     $w->start(concurrency: 2);
-    $w->push('a', ['sleep' => 0.5]);
-    $w->push('b', ['sleep' => 0.5]);
-    $end = microtime(true) + 5;
-    while (W::$r->lLen($w->p . 'jobs:q') > 0 && microtime(true) < $end) {
-        usleep(20000);
-    }
-    usleep(100000);
+    $w->push('a', ['status' => ['running'], 'sleep' => 0.5]);
+    $w->push('b', ['status' => ['running'], 'sleep' => 0.5]);
+    $w->outcomes(2); // both statuses: both jobs run
     $w->stop();
-    $got = array_column($w->outcomes(2, 0.1), 'model_id');
+    $got = array_keys($w->byModel($w->outcomes(4, 0.1)));
     sort($got);
     eq(['a', 'b'], $got);
     eq([], W::$r->keys(str_replace(['{', '}'], ['\{', '\}'], $w->p) . 'working:*'));

@@ -192,13 +192,11 @@ class WorkerTests:
 
     def test_stop_lets_running_jobs_finish_and_posts_their_outcomes(self):
         w = self.start(concurrency=2)
-        self.push("a", sleep=0.5)
-        self.push("b", sleep=0.5)
-        end = time.monotonic() + 5
-        while w.w.stats.taken < 2 and time.monotonic() < end:
-            time.sleep(0.02)
+        self.push("a", status=["running"], sleep=0.5)
+        self.push("b", status=["running"], sleep=0.5)
+        self.outcomes(2)  # both statuses: both jobs run
         w.stop()
-        self.assertEqual(sorted(o["model_id"] for o in self.outcomes(2, timeout=1)), ["a", "b"])
+        self.assertEqual(sorted(self.by_model(self.outcomes(4, timeout=1))), ["a", "b"])
         self.assertEqual(self.r.llen(self.p + f"working:q:{w.w.id}"), 0)
 
     def test_many_jobs_with_concurrency(self):
