@@ -121,17 +121,26 @@ class Worker:
             while not self._stopping.is_set():
                 while self._free == 0 and not self._stopping.is_set():
                     await self._tick.wait()
+                # Let the handlers that are finishing free their slots too:
+                # one take for all of them.
+                await asyncio.sleep(0)
                 if self._stopping.is_set():
                     return
                 n, self._free = self._free, 0
                 self._takes += 1
                 raws: List[bytes] = []
                 try:
-                    raw = await self._redis.blmove(self._keys.jobs, self._keys.working, self._opt.block, "RIGHT", "LEFT")
-                    if raw is not None:
-                        raws.append(raw)
-                        if n > 1:
-                            raws += await self._move(keys=[self._keys.jobs, self._keys.working], args=[min(n, MAX_BATCH) - 1, self._opt.limits.batch_bytes()])
+                    # While jobs wait, one script moves up to n of them; when
+                    # none does, BLMOVE waits for the first, and the script
+                    # takes more.
+                    move = [self._keys.jobs, self._keys.working]
+                    raws += await self._move(keys=move, args=[min(n, MAX_BATCH), self._opt.limits.batch_bytes()])
+                    if not raws:
+                        raw = await self._redis.blmove(self._keys.jobs, self._keys.working, self._opt.block, "RIGHT", "LEFT")
+                        if raw is not None:
+                            raws.append(raw)
+                            if n > 1:
+                                raws += await self._move(keys=move, args=[min(n, MAX_BATCH) - 1, self._opt.limits.batch_bytes()])
                 except RedisError as e:
                     self._log("error", "take jobs", {"err": str(e)})
                     self._reconcile = True
