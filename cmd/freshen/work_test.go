@@ -360,7 +360,7 @@ func TestE2EWork(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir("reject"), "stdout"),
 		[]byte(`{"kind": "validation", "message": "row 3: no date", "retryable": false, "user_message": "`+userMessage+`"}`+"\n"), 0o644))
 	put("reject", "print", `, "code": "1"`, "")
-	put("slow", "sleep", "", `"timeout": "1s", "retry": {"delays": []}`)
+	put("slow", "sleep", "", `"timeout": "3s", "retry": {"delays": []}`) // time for the script to start on a busy machine
 	require.NoError(t, os.WriteFile(filepath.Join(dir("same"), "stdout"), []byte(`{"outcome": "unchanged"}`+"\n"), 0o644))
 	put("same", "print", `, "code": "0"`, "")
 	require.NoError(t, os.WriteFile(filepath.Join(dir("later"), "stdout"), []byte(`{"outcome": "snooze", "for": "1h"}`+"\n"), 0o644))
@@ -424,7 +424,7 @@ func TestE2EWork(t *testing.T) {
 	code, m := request(t, "POST", p.base+"/models/stubborn/cancel", "")
 	require.Equal(t, http.StatusOK, code, m)
 
-	// slow overruns its 1s timeout.
+	// slow overruns its 3s timeout.
 	var slow map[string]any
 	waitFor(t, 20*time.Second, "slow to time out", func() bool { slow = get("slow"); return slow["disabled"] == true })
 	require.Equal(t, "timeout", slow["last_error"].(map[string]any)["kind"])
