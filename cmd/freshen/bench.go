@@ -65,6 +65,10 @@ func runBench(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			return runBenchE2E(ctx, args[1:], stdout, stderr)
 		case "hostile":
 			return runBenchHostile(ctx, args[1:], stdout, stderr)
+		case "soak":
+			return runBenchSoak(ctx, args[1:], stdout, stderr)
+		case "latency":
+			return runBenchLatency(ctx, args[1:], stdout, stderr)
 		case "worker":
 			return runBenchWorker(ctx, args[1:], stdout, stderr)
 		}
@@ -166,6 +170,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 		fmt.Fprintln(stderr, `usage: freshen bench [flags]
        freshen bench e2e [flags]     (see freshen bench e2e -h)
        freshen bench hostile [flags] (see freshen bench hostile -h)
+       freshen bench soak [flags]    (see freshen bench soak -h)
+       freshen bench latency [flags] (see freshen bench latency -h)
 
 Measures starts/s, outcomes/s (and their ratio to plain SQL), start lateness and the
 peak memory of freshen serve on real PostgreSQL and Redis, and prints each figure next
@@ -393,12 +399,16 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&cfg.Queue, "queue", bench.Queue, "queue to take jobs from")
 	fs.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultWorkerConcurrency, "jobs run at once")
 	fs.StringVar(&cfg.ID, "id", "", "worker id (default: host, pid and a random suffix)")
+	fs.Float64Var(&cfg.FailPercent, "fail-percent", 0, "percent of the jobs that fail (a retryable failure)")
+	fs.Float64Var(&cfg.HangPercent, "hang-percent", 0, "percent of the jobs that run until their deadline (the attempt times out)")
+	report := fs.Bool("report", false, `print "took MODEL_ID UNIX_NANOS" when a job of a model whose id starts with `+bench.ReportPrefix+" reaches the handler")
 	level := fs.String("log-level", "warn", "log level (to stderr): debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: freshen bench worker [flags]
 
-Runs the queue.Worker SDK with a handler that succeeds at once, until SIGINT or SIGTERM;
-prints "ready" once connected. freshen bench e2e runs it as a child process.`)
+Runs the queue.Worker SDK with a handler that succeeds at once (but for --fail-percent
+and --hang-percent), until SIGINT or SIGTERM; prints "ready" once connected. freshen
+bench e2e, soak and latency run it as a child process.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -422,6 +432,11 @@ prints "ready" once connected. freshen bench e2e runs it as a child process.`)
 		bad = fmt.Errorf("--concurrency: must be >= 1, got %d", cfg.Concurrency)
 	case lvl.UnmarshalText([]byte(*level)) != nil:
 		bad = fmt.Errorf("--log-level: must be debug, info, warn or error, got %q", *level)
+	case cfg.FailPercent < 0 || cfg.HangPercent < 0 || cfg.FailPercent+cfg.HangPercent > 100:
+		bad = fmt.Errorf("--fail-percent, --hang-percent: must be >= 0 and add up to at most 100, got %g and %g", cfg.FailPercent, cfg.HangPercent)
+	}
+	if *report {
+		cfg.Report = stdout
 	}
 	if bad != nil {
 		fmt.Fprintf(stderr, "freshen bench worker: %v\n", bad)

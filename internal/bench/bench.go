@@ -289,6 +289,14 @@ func (b *Bench) load(ctx context.Context, pool *pgxpool.Pool, prefix string, n i
 
 // loadPayload is load with payload as every model's.
 func (b *Bench) loadPayload(ctx context.Context, pool *pgxpool.Pool, prefix string, n int, base time.Time, step time.Duration, payload string) error {
+	return b.loadRows(ctx, pool, n, func(i int) (string, time.Time) {
+		return fmt.Sprintf("%s%07d", prefix, i), base.Add(time.Duration(i) * step)
+	}, payload, b.policy)
+}
+
+// loadRows bulk-loads n idle models, model i with the id and refresh_at
+// row(i) gives, the payload and the policy (as stored) given; see load.
+func (b *Bench) loadRows(ctx context.Context, pool *pgxpool.Pool, n int, row func(i int) (string, time.Time), payload, policy string) error {
 	if n == 0 {
 		return nil
 	}
@@ -310,15 +318,15 @@ func (b *Bench) loadPayload(ctx context.Context, pool *pgxpool.Pool, prefix stri
 		if i == n {
 			return nil, nil
 		}
-		row := []any{fmt.Sprintf("%s%07d", prefix, i), base.Add(time.Duration(i) * step)}
+		id, at := row(i)
 		i++
-		return row, nil
+		return []any{id, at}, nil
 	})
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"load"}, []string{"id", "refresh_at"}, src); err != nil {
 		return fmt.Errorf("load models: copy: %w", err)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-		SELECT id, $1, $2::json, $3::jsonb, $4, refresh_at FROM load`, Queue, payload, b.policy, b.clock.Now())
+		SELECT id, $1, $2::json, $3::jsonb, $4, refresh_at FROM load`, Queue, payload, policy, b.clock.Now())
 	if err != nil {
 		return fmt.Errorf("load models: %w", err)
 	}

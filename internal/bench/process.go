@@ -132,12 +132,18 @@ func (b *Bench) startServe(ctx context.Context, cfg *pgxpool.Config, extra ...st
 // startWorker runs `freshen bench worker` on the queue of the harness with
 // the given concurrency and waits until it is ready to take jobs.
 func (b *Bench) startWorker(ctx context.Context, concurrency int) (*child, error) {
+	return b.startWorkerWith(ctx, concurrency, nil)
+}
+
+// startWorkerWith is startWorker with extra flags of freshen bench worker,
+// and line, if set, called with each line of its output.
+func (b *Bench) startWorkerWith(ctx context.Context, concurrency int, line func(string), extra ...string) (*child, error) {
 	c := &child{
 		name: "freshen bench worker",
-		cmd: exec.Command(b.cfg.Executable, "bench", "worker", "--redis-url", b.cfg.RedisURL,
+		cmd: exec.Command(b.cfg.Executable, append([]string{"bench", "worker", "--redis-url", b.cfg.RedisURL,
 			"--redis-prefix", b.prefix, "--queue", Queue, "--concurrency", strconv.Itoa(concurrency),
-			"--id", "bench-worker"),
-		out:   &output{watch: WorkerReady + "\n", seen: make(chan struct{})},
+			"--id", "bench-worker"}, extra...)...),
+		out:   &output{watch: WorkerReady + "\n", seen: make(chan struct{}), line: line},
 		clock: b.clock,
 	}
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
@@ -159,23 +165,48 @@ func (b *Bench) startWorker(ctx context.Context, concurrency int) (*child, error
 }
 
 // output is a buffer safe for concurrent writers, for a child's output.
-// If watch is set, seen is closed once the output contains it.
+// If watch is set, seen is closed once the output contains it. If line is
+// set, it is called with each whole line, whose text is then not kept.
 type output struct {
-	mu    sync.Mutex
-	buf   strings.Builder
-	watch string
-	seen  chan struct{}
+	mu      sync.Mutex
+	buf     strings.Builder
+	watch   string
+	seen    chan struct{}
+	line    func(string)
+	partial string // the end of the output after its last newline, if line is set
 }
 
 func (w *output) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.line != nil {
+		text := w.partial + string(p)
+		for {
+			l, rest, ok := strings.Cut(text, "\n")
+			if !ok {
+				break
+			}
+			if !strings.HasPrefix(l, TookLine+" ") {
+				w.buf.WriteString(l + "\n")
+			}
+			w.line(l)
+			text = rest
+		}
+		w.partial = text
+		w.watchFor()
+		return len(p), nil
+	}
 	n, err := w.buf.Write(p)
+	w.watchFor()
+	return n, err
+}
+
+// watchFor closes seen once the output kept contains watch; w.mu is held.
+func (w *output) watchFor() {
 	if w.watch != "" && strings.Contains(w.buf.String(), w.watch) {
 		close(w.seen)
 		w.watch = ""
 	}
-	return n, err
 }
 
 func (w *output) String() string {

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/freshen-dev/freshen/queue"
+	"github.com/freshen-dev/freshen/refresh"
 )
 
 // WorkerReady is the line RunWorker writes once it is connected and about
@@ -36,10 +40,25 @@ type WorkerConfig struct {
 	ID string
 	// Logger (default: discarded).
 	Logger *slog.Logger
+	// FailPercent of the jobs fail (a retryable failure), and HangPercent
+	// run until their deadline (the attempt times out); the others succeed
+	// at once.
+	FailPercent, HangPercent float64
+	// Report, if set, receives a line per job of a model whose id starts
+	// with ReportPrefix as it reaches the handler: TookLine, the model id
+	// and the time in Unix nanoseconds.
+	Report io.Writer
 }
 
+// ReportPrefix starts the ids of the models whose jobs RunWorker reports
+// (WorkerConfig.Report); TookLine starts the lines it writes.
+const (
+	ReportPrefix = "lat-"
+	TookLine     = "took"
+)
+
 // RunWorker runs the queue.Worker SDK with a handler that succeeds at once
-// until ctx ends; it writes WorkerReady and a newline to ready once
+// (but for the failures and hangs of cfg) until ctx ends; it writes WorkerReady and a newline to ready once
 // connected. `freshen bench worker` is this function; E2E runs it as a
 // child process so that its CPU and memory are its own.
 func RunWorker(ctx context.Context, cfg WorkerConfig, ready io.Writer) error {
@@ -50,6 +69,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, ready io.Writer) error {
 		return errors.New("bench: worker: Prefix: must be set")
 	case cfg.Concurrency < 0:
 		return fmt.Errorf("bench: worker: Concurrency: must be >= 1, got %d", cfg.Concurrency)
+	case cfg.FailPercent < 0 || cfg.HangPercent < 0 || cfg.FailPercent+cfg.HangPercent > 100:
+		return fmt.Errorf("bench: worker: FailPercent, HangPercent: must be >= 0 and add up to at most 100, got %g and %g", cfg.FailPercent, cfg.HangPercent)
 	}
 	if cfg.Queue == "" {
 		cfg.Queue = Queue
@@ -74,7 +95,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, ready io.Writer) error {
 	}
 	w, err := queue.NewWorker(client, queue.WorkerOptions{
 		Prefix: cfg.Prefix, Queue: cfg.Queue, Concurrency: cfg.Concurrency, ID: cfg.ID, Logger: cfg.Logger,
-	}, func(context.Context, queue.Job) error { return nil })
+	}, newHandler(cfg))
 	if err != nil {
 		return err
 	}
@@ -82,4 +103,32 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, ready io.Writer) error {
 		return err
 	}
 	return w.Run(ctx)
+}
+
+// errPlanned is the failure of the jobs RunWorker fails on purpose.
+var errPlanned = errors.New("bench: planned failure")
+
+// newHandler returns the handler of RunWorker.
+func newHandler(cfg WorkerConfig) queue.Handler {
+	var mu sync.Mutex
+	clock := refresh.SystemClock{}
+	return func(ctx context.Context, job queue.Job) error {
+		if cfg.Report != nil && strings.HasPrefix(job.ModelID, ReportPrefix) {
+			now := clock.Now()
+			mu.Lock()
+			fmt.Fprintf(cfg.Report, "%s %s %d\n", TookLine, job.ModelID, now.UnixNano())
+			mu.Unlock()
+		}
+		if cfg.FailPercent == 0 && cfg.HangPercent == 0 {
+			return nil
+		}
+		switch r := rand.Float64() * 100; {
+		case r < cfg.FailPercent:
+			return errPlanned
+		case r < cfg.FailPercent+cfg.HangPercent:
+			<-ctx.Done()
+			return context.Cause(ctx)
+		}
+		return nil
+	}
 }

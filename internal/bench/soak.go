@@ -1,0 +1,576 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/procfs"
+
+	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
+)
+
+// Defaults of SoakConfig.
+const (
+	DefaultSoakModels      = 1_000_000
+	DefaultSoakDuration    = 30 * time.Minute
+	DefaultSoakHorizon     = 2 * time.Minute
+	DefaultSoakBurstModels = 10_000
+	DefaultSoakConcurrency = 512
+	DefaultSoakFailPercent = 10
+	DefaultSoakHangPercent = 1
+)
+
+// The policy of the models of Soak and of the background of Latency: due
+// every Period seconds on a grid anchored at soakAnchor, each model shifted
+// by its spread offset; a hung job times out after soakTimeout and a
+// failure is retried after 1s, then 2s.
+const (
+	soakTimeout = 5 * time.Second
+	// soakSlack is how long after its due time a start, its retries and
+	// their outcomes must be over: the timeout, the retry delays and a
+	// margin.
+	soakSlack = soakTimeout + 3*time.Second + 5*time.Second
+)
+
+var soakAnchor = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// SoakConfig configures Soak.
+type SoakConfig struct {
+	// Models is how many models are loaded (default DefaultSoakModels).
+	Models int
+	// Rate is how many cycles a second fall due; 0 measures a burst of
+	// BurstModels first (E2E) and takes half its cycles/s.
+	Rate float64
+	// BurstModels is the size of that burst (default
+	// DefaultSoakBurstModels).
+	BurstModels int
+	// Duration is how long the load runs (default DefaultSoakDuration).
+	Duration time.Duration
+	// Interval is the time between two samples (default a minute, or a
+	// fifth of Duration if shorter).
+	Interval time.Duration
+	// Horizon is serve's --history-max-age (default DefaultSoakHorizon);
+	// at least twice Interval and soakSlack.
+	Horizon time.Duration
+	// Concurrency is the worker's (default DefaultSoakConcurrency).
+	Concurrency int
+	// FailPercent of the jobs fail, HangPercent run until their deadline
+	// (defaults DefaultSoakFailPercent, DefaultSoakHangPercent).
+	FailPercent, HangPercent float64
+	// OnSample, if set, is called with each sample as it is taken.
+	OnSample func(SoakSample)
+}
+
+func (c SoakConfig) withDefaults() (SoakConfig, error) {
+	switch {
+	case c.Models < 0:
+		return c, fmt.Errorf("bench: soak: Models: must be >= 1, got %d", c.Models)
+	case c.Rate < 0:
+		return c, fmt.Errorf("bench: soak: Rate: must be > 0, got %g", c.Rate)
+	case c.BurstModels < 0:
+		return c, fmt.Errorf("bench: soak: BurstModels: must be >= 1, got %d", c.BurstModels)
+	case c.Duration < 0 || c.Interval < 0 || c.Horizon < 0:
+		return c, fmt.Errorf("bench: soak: Duration, Interval, Horizon: must be > 0, got %s, %s, %s", c.Duration, c.Interval, c.Horizon)
+	case c.Concurrency < 0:
+		return c, fmt.Errorf("bench: soak: Concurrency: must be >= 1, got %d", c.Concurrency)
+	case c.FailPercent < 0 || c.HangPercent < 0 || c.FailPercent+c.HangPercent > 100:
+		return c, fmt.Errorf("bench: soak: FailPercent, HangPercent: must be >= 0 and add up to at most 100, got %g and %g", c.FailPercent, c.HangPercent)
+	}
+	if c.Models == 0 {
+		c.Models = DefaultSoakModels
+	}
+	if c.BurstModels == 0 {
+		c.BurstModels = DefaultSoakBurstModels
+	}
+	if c.Duration == 0 {
+		c.Duration = DefaultSoakDuration
+	}
+	if c.Interval == 0 {
+		c.Interval = min(time.Minute, c.Duration/5)
+	}
+	if c.Horizon == 0 {
+		c.Horizon = DefaultSoakHorizon
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultSoakConcurrency
+	}
+	switch {
+	case c.Interval < time.Second || c.Interval > c.Duration:
+		return c, fmt.Errorf("bench: soak: Interval: must be between 1s and Duration (%s), got %s", c.Duration, c.Interval)
+	case c.Horizon < 2*c.Interval || c.Horizon < 2*soakSlack:
+		return c, fmt.Errorf("bench: soak: Horizon: must be at least twice Interval and %s, got %s", 2*soakSlack, c.Horizon)
+	}
+	return c, nil
+}
+
+// SoakSample is what one interval of Soak did, and what the processes and
+// tables took at its end. Starts are the first attempts of a scheduled
+// occurrence (attempt_no 1); their lateness is started_at minus the
+// occurrence.
+type SoakSample struct {
+	// At is the end of the interval, from the start of the load.
+	At time.Duration
+	// CyclesPerSec is how many attempts ended a second (any outcome);
+	// Succeeded, Failed and TimedOut count them by outcome.
+	CyclesPerSec                float64
+	Succeeded, Failed, TimedOut int
+	Starts                      int
+	LateP50, LateP99, LateMax   time.Duration
+	ServeRSS, WorkerRSS         int64
+	RedisMemory                 int64
+	Relations                   []Relation
+	Tables                      []TableStats
+	TotalBytes                  int64 // of every relation in Relations
+}
+
+// Relation is a table or an index and its size in bytes (a table's
+// includes its TOAST, not its indexes).
+type Relation struct {
+	Name  string
+	Index bool
+	Bytes int64
+}
+
+// TableStats is a table's line of pg_stat_user_tables.
+type TableStats struct {
+	Name                      string
+	Live, Dead                int64
+	Autovacuums, Autoanalyzes int64
+}
+
+// SoakResult holds the figures of a soak run.
+type SoakResult struct {
+	Models int
+	// BurstRate is the cycles/s of the burst measured first (0 if Rate
+	// was given).
+	BurstRate float64
+	// Period is how often each model is due; Rate = Models / Period.
+	Period   time.Duration
+	Rate     float64
+	Duration time.Duration
+	Horizon  time.Duration
+	Samples  []SoakSample
+	// Window is the span compared at the start and at the end: 5
+	// minutes, or a fifth of the run if shorter.
+	Window time.Duration
+	// CyclesDriftPct and P99DriftPct compare the last Window with the
+	// first: (last - first) / first, in percent.
+	CyclesDriftPct, P99DriftPct float64
+	// GrowthSpan is the end of the run over which SizeGrowthPct is
+	// measured: 10 minutes, or a third of the run if shorter.
+	GrowthSpan    time.Duration
+	SizeGrowthPct float64
+	// WorstP99 is the highest p99 lateness of a sample.
+	WorstP99 time.Duration
+	// The check at the end: Checked occurrences of the last Horizon (but
+	// soakSlack) looked at; Missing of them without a start, Duplicates
+	// starts of an occurrence beyond the first, Stuck attempts running
+	// past their deadline + soakSlack and models due more than soakSlack
+	// ago and not started.
+	Checked, Missing, Duplicates, Stuck int
+}
+
+// Lost is the sum of what the check at the end found wrong.
+func (r SoakResult) Lost() int { return r.Missing + r.Duplicates + r.Stuck }
+
+// Soak loads Models models due every Period (Models / Rate) seconds, each
+// shifted by its spread so that Rate cycles a second fall due, runs
+// freshen serve (history pruned after Horizon) and freshen bench worker
+// (FailPercent failures, HangPercent hangs until the deadline) as child
+// processes for Duration, samples every Interval, then checks in SQL that
+// every occurrence of the last Horizon started exactly once and nothing is
+// stuck. It returns an error if the check finds anything lost.
+func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return SoakResult{}, err
+	}
+	res := SoakResult{Models: cfg.Models, Duration: cfg.Duration, Horizon: cfg.Horizon}
+	rate := cfg.Rate
+	if rate == 0 {
+		b.logf("soak: measuring a burst of %d models first", cfg.BurstModels)
+		burst, err := b.E2E(ctx, E2EConfig{Models: cfg.BurstModels})
+		if err != nil {
+			return res, fmt.Errorf("burst: %w", err)
+		}
+		res.BurstRate = burst.CyclesPerSec()
+		rate = res.BurstRate / 2
+	}
+	poolCfg, err := b.newSchema(ctx, "soak")
+	if err != nil {
+		return res, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return res, fmt.Errorf("connect to database: %w", err)
+	}
+	defer pool.Close()
+	b.clearRedis(ctx)
+
+	lead := 5*time.Second + time.Duration(cfg.Models)*30*time.Microsecond
+	t0 := b.clock.Now().Add(lead).Truncate(time.Second)
+	grid, err := b.loadSteady(ctx, pool, "s-", cfg.Models, rate, t0)
+	if err != nil {
+		return res, err
+	}
+	res.Period, res.Rate = grid.period, float64(cfg.Models)/grid.period.Seconds()
+	b.logf("soak: %d models due every %s: %.0f cycles/s", cfg.Models, res.Period, res.Rate)
+
+	serve, err := b.startServe(ctx, poolCfg, grid.serveFlags(cfg.Horizon)...)
+	if err != nil {
+		return res, err
+	}
+	defer serve.kill()
+	worker, err := b.startWorkerWith(ctx, cfg.Concurrency, nil,
+		"--fail-percent", strconv.FormatFloat(cfg.FailPercent, 'g', -1, 64),
+		"--hang-percent", strconv.FormatFloat(cfg.HangPercent, 'g', -1, 64))
+	if err != nil {
+		return res, err
+	}
+	defer worker.kill()
+	if now := b.clock.Now(); now.After(t0) {
+		b.logf("soak: setup ended %s after the first models were due: the first sample starts late", now.Sub(t0).Round(time.Millisecond))
+	}
+
+	for at := cfg.Interval; at <= cfg.Duration; at += cfg.Interval {
+		select {
+		case <-b.clock.After(t0.Add(at).Sub(b.clock.Now())):
+		case <-serve.done:
+			return res, serve.exited()
+		case <-worker.done:
+			return res, worker.exited()
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+		s, err := b.soakSample(ctx, pool, grid, t0.Add(at-cfg.Interval), t0.Add(at), serve, worker)
+		if err != nil {
+			return res, err
+		}
+		s.At = at
+		res.Samples = append(res.Samples, s)
+		if cfg.OnSample != nil {
+			cfg.OnSample(s)
+		}
+	}
+	res.summarize(cfg.Interval)
+
+	end := b.clock.Now()
+	from := end.Add(-cfg.Horizon + soakSlack)
+	if from.Before(t0) {
+		from = t0
+	}
+	if err := grid.check(ctx, pool, from, end, &res.Checked, &res.Missing, &res.Duplicates, &res.Stuck); err != nil {
+		return res, err
+	}
+	if err := worker.stop(); err != nil {
+		return res, err
+	}
+	if err := serve.stop(); err != nil {
+		return res, err
+	}
+	if res.Lost() > 0 {
+		return res, fmt.Errorf("soak: lost: of %d occurrences checked, %d without a start, %d started more than once; %d attempts or models stuck",
+			res.Checked, res.Missing, res.Duplicates, res.Stuck)
+	}
+	return res, nil
+}
+
+// summarize computes the drifts, the growth and the worst p99 from the
+// samples, each interval long.
+func (r *SoakResult) summarize(interval time.Duration) {
+	n := len(r.Samples)
+	if n == 0 {
+		return
+	}
+	r.Window = min(5*time.Minute, r.Duration/5)
+	k := max(1, int(r.Window/interval))
+	k = min(k, n)
+	mean := func(ss []SoakSample, f func(SoakSample) float64) float64 {
+		t := 0.0
+		for _, s := range ss {
+			t += f(s)
+		}
+		return t / float64(len(ss))
+	}
+	first, last := r.Samples[:k], r.Samples[n-k:]
+	cycles := func(s SoakSample) float64 { return s.CyclesPerSec }
+	p99 := func(s SoakSample) float64 { return float64(s.LateP99) }
+	r.CyclesDriftPct = pct(mean(last, cycles), mean(first, cycles))
+	r.P99DriftPct = pct(mean(last, p99), mean(first, p99))
+	r.GrowthSpan = min(10*time.Minute, r.Duration/3)
+	g := max(1, int(r.GrowthSpan/interval))
+	base := r.Samples[max(0, n-1-g)]
+	r.SizeGrowthPct = pct(float64(r.Samples[n-1].TotalBytes), float64(base.TotalBytes))
+	for _, s := range r.Samples {
+		r.WorstP99 = max(r.WorstP99, s.LateP99)
+	}
+}
+
+// pct is (a - b) / b in percent, 0 if b is 0.
+func pct(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return (a - b) / b * 100
+}
+
+// steadyGrid is how the models of loadSteady fall due: model id at
+// soakAnchor + offset(id) + k * period, offsets in soak_offsets.
+type steadyGrid struct {
+	prefix string
+	period time.Duration
+	logf   func(format string, args ...any)
+}
+
+// serveFlags are the flags of freshen serve for models on the grid, with
+// the history pruned after horizon.
+func (g steadyGrid) serveFlags(horizon time.Duration) []string {
+	return []string{"--min-interval", "1s", "--history-max-age", horizon.String(),
+		"--prune-interval", min(10*time.Second, horizon/4).String()}
+}
+
+// loadSteady loads n models named prefix + index, due every n / rate
+// seconds (at least 2) from t0 on, each shifted by its spread, so that
+// about rate a second fall due; it notes each model's offset in the table
+// soak_offsets.
+func (b *Bench) loadSteady(ctx context.Context, pool *pgxpool.Pool, prefix string, n int, rate float64, t0 time.Time) (steadyGrid, error) {
+	period := max(2, int64(math.Round(float64(n)/rate)))
+	g := steadyGrid{prefix: prefix, period: time.Duration(period) * time.Second, logf: b.logf}
+	text := fmt.Sprintf(`{"schedule": %s, "spread": "%ds", "timeout": "%s", "retry": {"delays": ["1s", "2s"]}}`,
+		jsonString(dtstart(soakAnchor)+"RRULE:FREQ=SECONDLY;INTERVAL="+strconv.FormatInt(period, 10)), period-1, soakTimeout)
+	policy, err := refresh.ParsePolicy([]byte(text), refresh.Limits{MinInterval: time.Second})
+	if err != nil {
+		return g, fmt.Errorf("soak policy: %w", err)
+	}
+	stored, err := json.Marshal(policy)
+	if err != nil {
+		return g, err
+	}
+	offsets := make([]int64, n)
+	first := make([]time.Time, n)
+	for i := range n {
+		m := refresh.Model{ID: fmt.Sprintf("%s%07d", prefix, i), Policy: policy}
+		offsets[i] = int64(m.SpreadOffset() / time.Second)
+		at, ok := m.First(t0)
+		if !ok {
+			return g, fmt.Errorf("soak policy: no occurrence after %s", t0)
+		}
+		first[i] = at
+	}
+	b.logf("loading %d models due every %s", n, g.period)
+	if err := b.loadRows(ctx, pool, n, func(i int) (string, time.Time) {
+		return fmt.Sprintf("%s%07d", prefix, i), first[i]
+	}, E2EPayload, string(stored)); err != nil {
+		return g, err
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS soak_offsets (id text PRIMARY KEY, off_s bigint NOT NULL)`); err != nil {
+		return g, fmt.Errorf("soak offsets: %w", err)
+	}
+	i := 0
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"soak_offsets"}, []string{"id", "off_s"}, pgx.CopyFromFunc(func() ([]any, error) {
+		if i == n {
+			return nil, nil
+		}
+		row := []any{fmt.Sprintf("%s%07d", prefix, i), offsets[i]}
+		i++
+		return row, nil
+	})); err != nil {
+		return g, fmt.Errorf("soak offsets: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE soak_offsets`); err != nil {
+		return g, fmt.Errorf("soak offsets: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT pg_notify($1, current_schema())`, postgres.NotifyChannel); err != nil {
+		return g, fmt.Errorf("notify: %w", err)
+	}
+	return g, nil
+}
+
+// dueSQL is the occurrence an attempt a of a model of the grid whose
+// offset row is o started for: the last at or before its start. Its
+// parameters are $1 the anchor and $2 the period in seconds.
+const dueSQL = `($1::timestamptz + make_interval(secs => o.off_s
+	+ floor((extract(epoch FROM a.started_at - $1::timestamptz) - o.off_s) / $2) * $2))`
+
+// soakSample reads what the interval from..to did and what the processes
+// and tables take now.
+func (b *Bench) soakSample(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, from, to time.Time, serve, worker *child) (SoakSample, error) {
+	var (
+		s     SoakSample
+		ended int
+	)
+	err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE outcome = 'success'),
+			count(*) FILTER (WHERE outcome = 'failure'), count(*) FILTER (WHERE outcome = 'timeout'), count(*)
+		FROM attempts WHERE finished_at >= $1 AND finished_at < $2`, from, to).Scan(&s.Succeeded, &s.Failed, &s.TimedOut, &ended)
+	if err != nil {
+		return s, fmt.Errorf("soak sample: %w", err)
+	}
+	s.CyclesPerSec = float64(ended) / to.Sub(from).Seconds()
+	if s.Starts, s.LateP50, s.LateP99, s.LateMax, err = g.lateness(ctx, pool, from, to); err != nil {
+		return s, err
+	}
+	if s.ServeRSS, err = rss(serve.pid()); err != nil {
+		return s, err
+	}
+	if s.WorkerRSS, err = rss(worker.pid()); err != nil {
+		return s, err
+	}
+	info, err := b.rdb.InfoMap(ctx, "memory").Result()
+	if err != nil {
+		return s, fmt.Errorf("soak sample: Redis memory: %w", err)
+	}
+	s.RedisMemory, _ = strconv.ParseInt(info["Memory"]["used_memory"], 10, 64)
+	if s.Relations, s.TotalBytes, err = relations(ctx, pool); err != nil {
+		return s, err
+	}
+	s.Tables, err = tableStats(ctx, pool)
+	return s, err
+}
+
+// lateness returns how many first attempts started from..to and the
+// median, 99th percentile and max of their lateness.
+func (g steadyGrid) lateness(ctx context.Context, pool *pgxpool.Pool, from, to time.Time) (n int, p50, p99, worst time.Duration, err error) {
+	var q50, q99, qmax *float64
+	err = pool.QueryRow(ctx, `SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY s),
+			percentile_cont(0.99) WITHIN GROUP (ORDER BY s), max(s)
+		FROM (SELECT extract(epoch FROM a.started_at - `+dueSQL+`) AS s
+			FROM attempts a JOIN soak_offsets o ON o.id = a.model_id
+			WHERE a.attempt_no = 1 AND a.started_at >= $3 AND a.started_at < $4) late`,
+		soakAnchor, g.period.Seconds(), from, to).Scan(&n, &q50, &q99, &qmax)
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("lateness: %w", err)
+	}
+	if n > 0 {
+		p50, p99, worst = seconds(*q50), seconds(*q99), seconds(*qmax)
+	}
+	return n, p50, p99, worst, nil
+}
+
+// check counts, for the occurrences of the grid from..end-soakSlack, those
+// without a start in their period (but for models busy with a failure, a
+// hang or a retry near it), the extra starts of an occurrence, and what
+// is stuck: attempts running past their deadline + soakSlack, models due
+// more than soakSlack ago and not started.
+func (g steadyGrid) check(ctx context.Context, pool *pgxpool.Pool, from, end time.Time, checked, missing, duplicates, stuck *int) error {
+	until := end.Add(-soakSlack)
+	p := g.period.Seconds()
+	occ := `WITH occ AS (
+			SELECT o.id, $1::timestamptz + make_interval(secs => o.off_s + k * $2) AS at
+			FROM soak_offsets o, generate_series(
+				ceil((extract(epoch FROM $3::timestamptz - $1::timestamptz) - o.off_s) / $2)::bigint,
+				floor((extract(epoch FROM $4::timestamptz - $1::timestamptz) - o.off_s) / $2)::bigint) k
+			WHERE o.id LIKE $5
+		), missing AS (
+			SELECT occ.*, NOT EXISTS (
+				SELECT FROM attempts a WHERE a.model_id = occ.id
+					AND a.started_at >= occ.at AND a.started_at < occ.at + make_interval(secs => $2))
+			AND NOT EXISTS (
+				SELECT FROM attempts a WHERE a.model_id = occ.id
+					AND (a.outcome IS DISTINCT FROM 'success' OR a.attempt_no > 1)
+					AND a.started_at >= occ.at - make_interval(secs => $2 + $6) AND a.started_at < occ.at + make_interval(secs => $2)) AS lost
+			FROM occ
+		)`
+	args := []any{soakAnchor, p, from, until, g.prefix + "%", soakSlack.Seconds()}
+	if err := pool.QueryRow(ctx, occ+` SELECT count(*), count(*) FILTER (WHERE lost) FROM missing`, args...).Scan(checked, missing); err != nil {
+		return fmt.Errorf("check starts: %w", err)
+	}
+	if *missing > 0 {
+		// A few examples, with the attempts of their model around them.
+		rows, err := pool.Query(ctx, occ+` SELECT m.id || ' due ' || m.at || ': ' || coalesce((
+				SELECT string_agg(format('#%s %s..%s %s', a.attempt_no, a.started_at, a.finished_at, a.outcome), '; ' ORDER BY a.started_at)
+				FROM attempts a WHERE a.model_id = m.id
+					AND a.started_at >= m.at - make_interval(secs => 2 * $2 + $6) AND a.started_at < m.at + make_interval(secs => 2 * $2)), 'no attempt')
+			FROM missing m WHERE lost ORDER BY m.at LIMIT 3`, args...)
+		if err != nil {
+			return fmt.Errorf("check starts: %w", err)
+		}
+		examples, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("check starts: %w", err)
+		}
+		for _, e := range examples {
+			g.logf("soak: occurrence without a start: %s", e)
+		}
+	}
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM (
+			SELECT a.model_id, `+dueSQL+` AS due
+			FROM attempts a JOIN soak_offsets o ON o.id = a.model_id
+			WHERE a.attempt_no = 1 AND a.started_at >= $3 AND o.id LIKE $4
+			GROUP BY 1, 2 HAVING count(*) > 1) d`, soakAnchor, p, from, g.prefix+"%").Scan(duplicates)
+	if err != nil {
+		return fmt.Errorf("check duplicates: %w", err)
+	}
+	err = pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM attempts WHERE outcome IS NULL AND deadline_at < $1 AND model_id LIKE $3)
+			+ (SELECT count(*) FROM models WHERE attempt_uid IS NOT NULL AND deadline_at < $1 AND id LIKE $3)
+			+ (SELECT count(*) FROM models WHERE attempt_uid IS NULL AND disabled_at IS NULL AND refresh_at < $2 AND id LIKE $3)`,
+		end.Add(-soakSlack), until, g.prefix+"%").Scan(stuck)
+	if err != nil {
+		return fmt.Errorf("check stuck: %w", err)
+	}
+	return nil
+}
+
+// rss returns the resident set size (VmRSS) of process pid, in bytes.
+func rss(pid int) (int64, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, fmt.Errorf("RSS: %w", err)
+	}
+	s, err := p.NewStatus()
+	if err != nil {
+		return 0, fmt.Errorf("RSS: %w", err)
+	}
+	return int64(s.VmRSS), nil
+}
+
+// relations returns the tables and indexes of the run's schema (but the
+// harness's own, soak_offsets) with their sizes, and their total.
+func relations(ctx context.Context, pool *pgxpool.Pool) ([]Relation, int64, error) {
+	rows, err := pool.Query(ctx, `SELECT c.relname, c.relkind = 'i',
+			CASE c.relkind WHEN 'i' THEN pg_relation_size(c.oid) ELSE pg_table_size(c.oid) END
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i') AND c.relname NOT LIKE 'soak_offsets%'
+		ORDER BY c.relkind DESC, c.relname`)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sizes: %w", err)
+	}
+	var total int64
+	rels, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Relation, error) {
+		var r Relation
+		err := row.Scan(&r.Name, &r.Index, &r.Bytes)
+		total += r.Bytes
+		return r, err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("sizes: %w", err)
+	}
+	return rels, total, nil
+}
+
+// tableStats returns pg_stat_user_tables of models, attempts, outbox and
+// audit in the run's schema.
+func tableStats(ctx context.Context, pool *pgxpool.Pool) ([]TableStats, error) {
+	rows, err := pool.Query(ctx, `SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, autoanalyze_count
+		FROM pg_stat_user_tables WHERE schemaname = current_schema()
+			AND relname IN ('models', 'attempts', 'outbox', 'audit') ORDER BY relname`)
+	if err != nil {
+		return nil, fmt.Errorf("table statistics: %w", err)
+	}
+	stats, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (TableStats, error) {
+		var t TableStats
+		err := row.Scan(&t.Name, &t.Live, &t.Dead, &t.Autovacuums, &t.Autoanalyzes)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("table statistics: %w", err)
+	}
+	return stats, nil
+}
