@@ -1,23 +1,31 @@
 package postgres
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Session holds the PostgreSQL settings that Open gives every connection of
-// its pool (sent as run-time parameters when the connection starts, so
-// they cost no round trip). They bound how long one stalled or lost client
-// can hold up the others. A zero field leaves the setting to the
-// connection string, then the server.
+// Session holds the settings of a Store's database connections. The
+// PostgreSQL settings (the timeouts) are set by each transaction for itself
+// (set_config(..., true), as SET LOCAL), never for a server session and
+// never at connection: a pooler in transaction mode gives consecutive
+// transactions of one client different server sessions, and refuses
+// settings sent at connection. They bound how long one stalled or lost
+// client can hold up the others. A zero field sets nothing, which leaves
+// the setting to the server (or the role's or database's own).
 type Session struct {
 	// ApplicationName names the connections in pg_stat_activity, unless
-	// the connection string sets application_name.
+	// the connection string sets application_name (which poolers pass on
+	// to the server session of each transaction).
 	ApplicationName string
 	// LockTimeout is lock_timeout: the longest a statement waits for a lock
 	// (a row another transaction holds) before it fails with an
@@ -31,13 +39,15 @@ type Session struct {
 	// transaction without sending anything (a process stopped in the middle
 	// of a pass), which releases the locks it held.
 	IdleInTransactionTimeout time.Duration
-	// KeepAlive turns on TCP keepalives on both ends of every connection:
-	// the first probe goes after KeepAlive of silence, then one every
-	// KeepAlive/3 (at least a second), and the peer is given up after three
-	// unanswered probes. A half-open connection (the peer's host vanished
-	// without closing it) is thus noticed within about 2×KeepAlive, by the
-	// client (on its socket) and by the server (tcp_keepalives_idle,
-	// tcp_keepalives_interval, tcp_keepalives_count).
+	// KeepAlive turns on TCP keepalives on the client's socket of every
+	// connection: the first probe goes after KeepAlive of silence, then one
+	// every KeepAlive/3 (at least a second), and the peer is given up after
+	// three unanswered probes, so that a half-open connection (the server's
+	// host, or a pooler's, vanished without closing it) is noticed within
+	// about 2×KeepAlive. The server does not need its own: a client lost
+	// inside a transaction is ended by IdleInTransactionTimeout, or by
+	// StatementTimeout while a statement runs, and one lost outside a
+	// transaction holds no lock.
 	KeepAlive time.Duration
 	// MaxConns, if above pgx's default (the larger of 4 and the number of
 	// CPUs), is the most connections the pool opens, unless the connection
@@ -62,12 +72,44 @@ func DefaultSession() Session {
 	}
 }
 
+// settingsSQL returns the statement that sets the timeouts of s for the
+// transaction it runs in, or "" if s sets none. It is one statement
+// without arguments, the same for every transaction, so that it can be
+// sent in any exec mode and ahead of any other statement.
+func (s Session) settingsSQL() string {
+	var sets []string
+	set := func(name string, d time.Duration) {
+		if d > 0 {
+			sets = append(sets, fmt.Sprintf("set_config('%s', '%d', true)", name, d.Milliseconds()))
+		}
+	}
+	set("lock_timeout", s.LockTimeout)
+	set("statement_timeout", s.StatementTimeout)
+	set("idle_in_transaction_session_timeout", s.IdleInTransactionTimeout)
+	if len(sets) == 0 {
+		return ""
+	}
+	return "SELECT " + strings.Join(sets, ", ")
+}
+
 // keepAliveProbes is the number of unanswered keepalive probes after which
 // a peer is given up.
 const keepAliveProbes = 3
 
+// DefaultExecMode is how the pool's connections send statements, unless
+// the connection string sets default_query_exec_mode: each statement is
+// parsed as the unnamed statement, in the round trip that runs it, and only
+// its description (argument and result types) is cached by the client. No
+// named prepared statement outlives its transaction, which a pooler in
+// transaction mode needs, at no extra round trip: see docs/deployment.md
+// (Poolers) for what each mode cost.
+const DefaultExecMode = pgx.QueryExecModeExec
+
 // ParseConfig parses url (a postgres:// URL or key=value string) into a pool
-// configuration with the settings of s. Its errors never show a password.
+// configuration with the settings of s. Its connections send no setting at
+// connection but application_name and those of the connection string, and
+// no named prepared statement (DefaultExecMode). Its errors never show a
+// password.
 func ParseConfig(url string, s Session) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -77,26 +119,16 @@ func ParseConfig(url string, s Session) (*pgxpool.Config, error) {
 	if s.MaxConns > cfg.MaxConns && !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = s.MaxConns
 	}
+	if !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = DefaultExecMode
+	}
+	cfg.AfterConnect = registerTypes
 	params := cfg.ConnConfig.RuntimeParams
 	if s.ApplicationName != "" && params["application_name"] == "" {
 		params["application_name"] = s.ApplicationName
 	}
-	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-	if s.LockTimeout > 0 {
-		params["lock_timeout"] = ms(s.LockTimeout)
-	}
-	if s.StatementTimeout > 0 {
-		params["statement_timeout"] = ms(s.StatementTimeout)
-	}
-	if s.IdleInTransactionTimeout > 0 {
-		params["idle_in_transaction_session_timeout"] = ms(s.IdleInTransactionTimeout)
-	}
 	if s.KeepAlive > 0 {
 		idle, interval := keepAliveTimes(s.KeepAlive)
-		secs := func(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
-		params["tcp_keepalives_idle"] = secs(idle)
-		params["tcp_keepalives_interval"] = secs(interval)
-		params["tcp_keepalives_count"] = strconv.Itoa(keepAliveProbes)
 		d := &net.Dialer{
 			Timeout: cfg.ConnConfig.ConnectTimeout,
 			KeepAliveConfig: net.KeepAliveConfig{
@@ -106,6 +138,32 @@ func ParseConfig(url string, s Session) (*pgxpool.Config, error) {
 		cfg.ConnConfig.DialFunc = d.DialContext
 	}
 	return cfg, nil
+}
+
+// registerTypes names the PostgreSQL types of the store's own argument
+// types on conn, so that they are also sent in text form, in the exec
+// modes that send arguments without asking the server for their types
+// (exec, the default, and simple_protocol). A []byte argument is text
+// (JSON the store wrote), not bytea: no column of the schema is bytea.
+func registerTypes(_ context.Context, conn *pgx.Conn) error {
+	m := conn.TypeMap()
+	m.RegisterDefaultPgType([]byte{}, "text")
+	m.RegisterDefaultPgType(array[pgtype.Text]{}, "_text")
+	m.RegisterDefaultPgType(array[pgtype.Timestamptz]{}, "_timestamptz")
+	m.RegisterDefaultPgType(array[pgtype.TID]{}, "_tid")
+	return nil
+}
+
+// RefusedSetting returns the name of the setting that err, an error of
+// connecting, says the server refused at connection (a pooler's
+// "unsupported startup parameter"), and false if err is not that.
+func RefusedSetting(err error) (string, bool) {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || pg.Code != "08P01" {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(pg.Message, "unsupported startup parameter: ")
+	return strings.TrimSpace(name), ok
 }
 
 // keepAliveTimes returns the idle time and probe interval of keepalive k, in

@@ -19,41 +19,44 @@ import (
 	"github.com/freshen-dev/freshen/refresh/postgres"
 )
 
-// Every connection of the pool starts with the session settings.
+// Every statement of the store, alone or in a transaction, runs with the
+// session's timeouts, set for its transaction only: the server session
+// keeps its own, and no connection sends them at its start (a pooler in
+// transaction mode refuses that).
 func TestSessionSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupSession(t, postgres.Session{
+	s := postgres.Session{
 		ApplicationName: "freshen/settings-test", LockTimeout: 1500 * time.Millisecond,
 		StatementTimeout: 20 * time.Second, IdleInTransactionTimeout: 3 * time.Second, KeepAlive: 15 * time.Second,
-	})
+	}
+	b := setupSession(t, s)
 	want := map[string]string{
-		"application_name":                    "freshen/settings-test",
 		"lock_timeout":                        "1500ms",
 		"statement_timeout":                   "20s",
 		"idle_in_transaction_session_timeout": "3s",
-		"tcp_keepalives_idle":                 "15",
-		"tcp_keepalives_interval":             "5",
-		"tcp_keepalives_count":                "3",
 	}
-	// Several connections at once, so that more than one is opened.
-	conns := make([]*pgxpool.Conn, 3)
-	for i := range conns {
-		c, err := b.pool.Acquire(ctx)
+	for name, value := range want {
+		alone, inTx, err := postgres.CurrentSetting(ctx, b.store, name)
 		require.NoError(t, err)
-		defer c.Release()
-		conns[i] = c
+		require.Equal(t, value, alone, name)
+		require.Equal(t, value, inTx, name)
+		var session string
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&session))
+		require.Equal(t, "0", session, "%s of the server session", name)
 	}
-	for _, c := range conns {
-		for name, value := range want {
-			var got string
-			require.NoError(t, c.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&got))
-			require.Equal(t, value, got, name)
-		}
-	}
+	var app string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT current_setting('application_name')").Scan(&app))
+	require.Equal(t, "freshen/settings-test", app)
+
+	cfg, err := postgres.ParseConfig(os.Getenv("DATABASE_URL"), s)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"application_name": "freshen/settings-test"}, cfg.ConnConfig.RuntimeParams,
+		"the only setting sent at connection")
+	require.Equal(t, pgx.QueryExecModeExec, cfg.ConnConfig.DefaultQueryExecMode, "no named prepared statement")
 
 	// An application_name in the URL wins over the session's.
-	cfg, err := postgres.ParseConfig(os.Getenv("DATABASE_URL")+"&application_name=mine", postgres.Session{ApplicationName: "freshen/x"})
+	cfg, err = postgres.ParseConfig(os.Getenv("DATABASE_URL")+"&application_name=mine", postgres.Session{ApplicationName: "freshen/x"})
 	require.NoError(t, err)
 	require.Equal(t, "mine", cfg.ConnConfig.RuntimeParams["application_name"])
 }
@@ -371,7 +374,9 @@ func otherStore(t *testing.T, b bundle, s postgres.Session) *postgres.Store {
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return postgres.New(pool)
+	store := postgres.New(pool)
+	store.SetSession(s)
+	return store
 }
 
 // randomText returns n bytes of random hex, text that hardly compresses,

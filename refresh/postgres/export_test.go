@@ -1,5 +1,28 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // StoreError is storeError, for the tests of the classification of errors
 // that the store's own statements cannot provoke.
 var StoreError = storeError
+
+// CurrentSetting returns setting name as the store's statements see it:
+// alone (Query) and inside a transaction of beginQuery.
+func CurrentSetting(ctx context.Context, s *Store, name string) (alone, inTx string, err error) {
+	if err := s.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&alone); err != nil {
+		return "", "", err
+	}
+	t, err := s.beginQuery(ctx, nil, func(rows pgx.Rows) error {
+		inTx, err = pgx.CollectOneRow(rows, pgx.RowTo[string])
+		return err
+	}, "SELECT current_setting($1)", name)
+	if err != nil {
+		return "", "", err
+	}
+	defer t.rollback() // releases the connection after the commit
+	return alone, inTx, t.commit(ctx)
+}

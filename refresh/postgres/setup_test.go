@@ -33,7 +33,12 @@ func setup(tb testing.TB) bundle { return setupSession(tb, postgres.Session{}) }
 // connections.
 func setupSession(tb testing.TB, s postgres.Session) bundle {
 	tb.Helper()
-	url := os.Getenv("DATABASE_URL")
+	return setupURL(tb, os.Getenv("DATABASE_URL"), s)
+}
+
+// setupURL is setupSession on the server of url, with url's parameters.
+func setupURL(tb testing.TB, url string, s postgres.Session) bundle {
+	tb.Helper()
 	if url == "" {
 		tb.Skip("DATABASE_URL is not set; run under scripts/with-servers.sh")
 	}
@@ -62,7 +67,9 @@ func setupSession(tb testing.TB, s postgres.Session) bundle {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(tb, err)
 	tb.Cleanup(pool.Close)
-	return bundle{store: postgres.New(pool), pool: pool, schema: schema}
+	store := postgres.New(pool)
+	store.SetSession(s)
+	return bundle{store: store, pool: pool, schema: schema}
 }
 
 // exec runs one statement on a connection of its own.

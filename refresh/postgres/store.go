@@ -39,7 +39,7 @@ var _ refresh.Store = (*Store)(nil)
 // Store is a refresh.Store on a pgx connection pool. The pool's connections
 // find the tables through their search_path.
 type Store struct {
-	pool *pgxpool.Pool
+	pool *db
 	// owned is true when Open created the pool, which Close then closes.
 	owned bool
 	// policies decodes the policies of the models read.
@@ -66,12 +66,12 @@ func Open(ctx context.Context, url string, s Session) (*Store, error) {
 		pool.Close()
 		return nil, storeError("open database", err)
 	}
-	return &Store{pool: pool, owned: true}, nil
+	return &Store{pool: &db{Pool: pool, settings: s.settingsSQL()}, owned: true}, nil
 }
 
 // New returns a store on pool. The caller keeps ownership: Close leaves
 // the pool open.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: &db{Pool: pool}} }
 
 // SetLimits binds the policies the store reads to lim (see
 // refresh.Policy.WithLimits), so that what a write accepted under

@@ -1,0 +1,27 @@
+package postgres_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
+	"github.com/freshen-dev/freshen/refresh/storetest"
+)
+
+// The store works in every exec mode a connection string may choose
+// (default_query_exec_mode), the default (exec, TestStore) included: its
+// own argument types are also sent in text form, which the modes that do
+// not ask the server for argument types (exec, simple_protocol) need.
+func TestStoreExecModes(t *testing.T) {
+	t.Parallel()
+	url := os.Getenv("DATABASE_URL")
+	for _, mode := range []string{"simple_protocol", "cache_describe", "describe_exec", "cache_statement"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			storetest.Run(t, func(t *testing.T) refresh.Store {
+				return setupURL(t, url+"&default_query_exec_mode="+mode, postgres.DefaultSession()).store
+			})
+		})
+	}
+}
