@@ -6,6 +6,7 @@ package migrations
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -16,59 +17,160 @@ import (
 var files embed.FS
 
 // versionTable is the table, in the connection's current schema, that
-// records the version reached.
+// records the version reached (tern's: one row, one column).
 const versionTable = "schema_version"
 
-// Migrate brings the schema of conn's current schema (the first schema of
-// its search_path) up to the latest version. It is safe to run again, and
-// from several processes at once: tern holds a session advisory lock while
-// it reads the version and applies what is missing, so concurrent callers
-// wait for each other and the later ones find nothing to do.
-//
-// Set the search_path in the connection's configuration, not with SET: tern
-// runs RESET ALL after each migration.
+// lockSQL takes the migration lock until the end of the transaction. Its
+// key is the one tern's session lock used, so that an older freshen
+// migrate and this one wait for each other.
+const lockSQL = `SELECT pg_advisory_xact_lock(9628173550095224)`
+
+// Migrate is Apply without the count.
 func Migrate(ctx context.Context, conn *pgx.Conn) error {
-	m, err := newMigrator(ctx, conn)
+	_, err := Apply(ctx, conn)
+	return err
+}
+
+// Apply brings the schema of conn's current schema (the first schema of
+// its search_path) up to the latest version and returns how many
+// migrations it applied itself. It is safe to run again, and from several
+// processes at once, directly or through a pooler in transaction mode: it
+// holds no session state. Each migration is applied in a transaction of
+// its own, which first takes a transaction-level advisory lock
+// (pg_advisory_xact_lock) and reads the version under it, so concurrent
+// callers wait for each other and never apply a migration twice; a caller
+// that finds the version moved while it waited lets the one applying go
+// on (it waits for the lock again), so that one caller applies them all
+// and the others find nothing to do. A caller killed in the middle
+// leaves no lock held: its transaction ends with its connection.
+func Apply(ctx context.Context, conn *pgx.Conn) (int, error) {
+	table, ms, err := load(ctx, conn)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	seen, err := version(ctx, conn, table)
+	if err != nil {
+		return 0, err
 	}
-	return nil
+	applied := 0
+	for {
+		v, did, err := step(ctx, conn, table, ms, seen)
+		if err != nil {
+			return applied, err
+		}
+		if did {
+			applied++
+		}
+		if v == int32(len(ms)) {
+			return applied, nil
+		}
+		seen = v
+	}
+}
+
+// step takes the lock in a transaction and applies the next migration in
+// it, unless the schema is up to date or its version is not seen (what
+// the caller last read): then another caller is applying migrations, and
+// step commits without applying. It returns the version the schema is at
+// when it commits, and whether it applied a migration. Every caller makes
+// progress: each step either applies or finds that another did.
+func step(ctx context.Context, conn *pgx.Conn, table string, ms []*migrate.Migration, seen int32) (int32, bool, error) {
+	// One round trip for the statements without a result (a string of
+	// them runs in the simple protocol, whatever the exec mode), one for
+	// the version.
+	_, err := conn.Exec(ctx, `BEGIN; `+lockSQL+`;
+		CREATE TABLE IF NOT EXISTS `+table+` (version int4 NOT NULL);
+		INSERT INTO `+table+` (version) SELECT 0 WHERE NOT EXISTS (SELECT FROM `+table+`)`)
+	var v int32
+	if err == nil {
+		err = conn.QueryRow(ctx, `SELECT version FROM `+table).Scan(&v)
+	}
+	did := false
+	if err == nil {
+		did, err = apply(ctx, conn, table, ms, v, seen)
+	}
+	if err != nil {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		return 0, false, err
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return 0, false, fmt.Errorf("migrate: commit: %w", err)
+	}
+	if did {
+		v++
+	}
+	return v, did, nil
+}
+
+// apply applies the migration after version v in the open transaction,
+// unless v is the latest version or not seen, and reports whether it did.
+func apply(ctx context.Context, conn *pgx.Conn, table string, ms []*migrate.Migration, v, seen int32) (bool, error) {
+	switch {
+	case v < 0 || v > int32(len(ms)):
+		return false, fmt.Errorf("migrate: the schema is at version %d, which this build does not know (it knows 0 to %d)", v, len(ms))
+	case v == int32(len(ms)), v != seen:
+		return false, nil
+	}
+	m := ms[v]
+	if _, err := conn.Exec(ctx, m.UpSQL); err != nil {
+		return false, fmt.Errorf("migrate: %s: %w", m.Name, err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE `+table+` SET version = $1`, v+1); err != nil {
+		return false, fmt.Errorf("migrate: %s: record version: %w", m.Name, err)
+	}
+	return true, nil
 }
 
 // Version returns the version conn's current schema is at (0 before any
-// migration) and the latest version known to this build.
+// migration) and the latest version known to this build. It writes
+// nothing.
 func Version(ctx context.Context, conn *pgx.Conn) (current, latest int32, err error) {
-	m, err := newMigrator(ctx, conn)
+	table, ms, err := load(ctx, conn)
 	if err != nil {
 		return 0, 0, err
 	}
-	current, err = m.GetCurrentVersion(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("read schema version: %w", err)
-	}
-	return current, int32(len(m.Migrations)), nil
+	current, err = version(ctx, conn, table)
+	return current, int32(len(ms)), err
 }
 
-// newMigrator returns a migrator with the embedded migrations loaded. It
-// creates the version table if it is missing.
-func newMigrator(ctx context.Context, conn *pgx.Conn) (*migrate.Migrator, error) {
+// version reads the version in table, 0 if it does not exist.
+func version(ctx context.Context, conn *pgx.Conn, table string) (int32, error) {
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int32
+	err := conn.QueryRow(ctx, `SELECT version FROM `+table).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// load returns the version table of conn's current schema, quoted, and the
+// embedded migrations in order.
+func load(ctx context.Context, conn *pgx.Conn) (string, []*migrate.Migration, error) {
 	var schema *string
 	if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
-		return nil, fmt.Errorf("read current schema: %w", err)
+		return "", nil, fmt.Errorf("read current schema: %w", err)
 	}
 	if schema == nil {
-		return nil, fmt.Errorf("migrate: no schema of the search_path exists")
+		return "", nil, fmt.Errorf("migrate: no schema of the search_path exists")
 	}
 	table := pgx.Identifier{*schema, versionTable}.Sanitize()
-	m, err := migrate.NewMigrator(ctx, conn, table)
+	// Without a connection the migrator only loads and parses.
+	m, err := migrate.NewMigrator(ctx, nil, table)
 	if err != nil {
-		return nil, fmt.Errorf("create migrator: %w", err)
+		return "", nil, fmt.Errorf("create migrator: %w", err)
 	}
 	if err := m.LoadMigrations(files); err != nil {
-		return nil, fmt.Errorf("load migrations: %w", err)
+		return "", nil, fmt.Errorf("load migrations: %w", err)
 	}
-	return m, nil
+	return table, m.Migrations, nil
 }

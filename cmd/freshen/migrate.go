@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/freshen-dev/freshen/migrations"
+	"github.com/freshen-dev/freshen/refresh/postgres"
 )
 
 // runMigrate is `freshen migrate [--database-url URL]`: it brings the
@@ -56,31 +57,33 @@ func databaseURLFromEnv() string {
 	return os.Getenv("DATABASE_URL")
 }
 
+// migrateDatabase applies the missing migrations and says what it did: a
+// run that found another applying them waits for it and then finds the
+// schema up to date.
 func migrateDatabase(ctx context.Context, url string, stdout io.Writer) error {
-	cfg, err := pgx.ParseConfig(url)
+	// The pool's parsing: no setting sent at connection and no named
+	// prepared statement, so that migrate also runs through a pooler.
+	cfg, err := postgres.ParseConfig(url, postgres.Session{})
 	if err != nil {
-		return fmt.Errorf("database URL: %w", err)
+		return err
 	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
 		return fmt.Errorf("connect to database: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	before, _, err := migrations.Version(ctx, conn)
+	applied, err := migrations.Apply(ctx, conn)
 	if err != nil {
-		return err
-	}
-	if err := migrations.Migrate(ctx, conn); err != nil {
 		return err
 	}
 	after, _, err := migrations.Version(ctx, conn)
 	if err != nil {
 		return err
 	}
-	if after == before {
+	if applied == 0 {
 		fmt.Fprintf(stdout, "schema at version %d, up to date\n", after)
 	} else {
-		fmt.Fprintf(stdout, "schema at version %d, migrated from version %d\n", after, before)
+		fmt.Fprintf(stdout, "schema at version %d, migrated from version %d\n", after, after-int32(applied))
 	}
 	return nil
 }
