@@ -4,19 +4,25 @@
 #   scripts/with-servers.sh go test -count=1 ./...
 #
 # It starts both servers on free loopback ports in a fresh temporary
-# directory, creates the database "freshen", exports
+# directory, creates the database "freshen", starts PgBouncer in transaction
+# mode in front of PostgreSQL (every database name passes through), exports
 #
 #   DATABASE_URL=postgres://postgres@127.0.0.1:PORT/freshen?sslmode=disable
+#   POOLED_DATABASE_URL=postgres://postgres@127.0.0.1:BOUNCER_PORT/freshen?sslmode=disable
 #   REDIS_URL=redis://127.0.0.1:PORT/0
 #
-# runs the command, then stops both servers and removes the directory, also
+# runs the command, then stops the servers and removes the directory, also
 # when the command fails or the script is interrupted. It exits with the
 # command's status (or 1 if a server could not be started, printing its log).
 #
 # It works as root (PostgreSQL then runs as the "postgres" user) and as a
 # normal user. When redis-server is missing and the script runs as root, it
-# installs it with apt-get; likewise PostgreSQL 15, and Chromium for the
-# dashboard's browser tests (scripts/install-chromium.sh).
+# installs it with apt-get; likewise PostgreSQL 15, PgBouncer, and Chromium
+# for the dashboard's browser tests (scripts/install-chromium.sh). PgBouncer
+# runs as the "postgres" user when we are root, with its defaults otherwise
+# (no ignore_startup_parameters: a client that sends a session setting at
+# connection is refused, as by most poolers in production); a normal user
+# without pgbouncer gets no POOLED_DATABASE_URL, and the pooled tests skip.
 #
 # PostgreSQL runs with fsync, synchronous_commit and full_page_writes off:
 # fast for tests, but not durable, and commits cost far less than in
@@ -43,6 +49,7 @@ fi
 tmp=""
 pg_started=""
 redis_pid=""
+bouncer_started=""
 
 # as_pg runs a PostgreSQL server command as the user that owns the cluster:
 # "postgres" when we are root (initdb and postgres refuse to run as root).
@@ -68,6 +75,10 @@ cleanup() {
 	if [ "${WITH_SERVERS_LOGS:-}" = 1 ] && [ -n "$tmp" ]; then
 		print_log postgres "$tmp/pg/postgres.log"
 		print_log redis "$tmp/redis/redis.log"
+		print_log pgbouncer "$tmp/pgbouncer/pgbouncer.log"
+	fi
+	if [ -n "$bouncer_started" ] && [ -f "$tmp/pgbouncer/pgbouncer.pid" ]; then
+		kill "$(cat "$tmp/pgbouncer/pgbouncer.pid")" 2>/dev/null
 	fi
 	if [ -n "$redis_pid" ]; then
 		kill "$redis_pid" 2>/dev/null
@@ -115,6 +126,9 @@ fi
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
 	apt_install redis-server redis-tools || exit 1
 fi
+if ! command -v pgbouncer >/dev/null && [ "$(id -u)" -eq 0 ]; then
+	apt_install pgbouncer || log "no pgbouncer: the pooled tests will be skipped"
+fi
 # Headless Chromium for the dashboard's browser tests; they skip without it.
 "$(dirname "$0")/install-chromium.sh" || log "no chromium: the browser tests will be skipped"
 if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
@@ -124,9 +138,9 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/freshen-servers.XXXXXX") || exit 1
 chmod 755 "$tmp"
-mkdir -p "$tmp/pg" "$tmp/redis"
+mkdir -p "$tmp/pg" "$tmp/redis" "$tmp/pgbouncer"
 if [ "$(id -u)" -eq 0 ]; then
-	chown postgres: "$tmp/pg"
+	chown postgres: "$tmp/pg" "$tmp/pgbouncer"
 fi
 
 # free_port prints a loopback port nothing listens on. The server may still
@@ -258,7 +272,63 @@ if [ -z "$redis_port" ]; then
 	exit 1
 fi
 
+# PgBouncer, in transaction mode: a server connection is a client's for one
+# transaction only. Pools are per database, and each test has its own.
+bouncer_port=""
+if command -v pgbouncer >/dev/null; then
+	echo '"postgres" ""' >"$tmp/pgbouncer/userlist.txt"
+	for attempt in 1 2 3 4 5; do
+		port=$(free_port) || exit 1
+		cat >"$tmp/pgbouncer/pgbouncer.ini" <<EOF
+[databases]
+* = host=127.0.0.1 port=$pg_port
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $tmp/pgbouncer/userlist.txt
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 20
+logfile = $tmp/pgbouncer/pgbouncer.log
+pidfile = $tmp/pgbouncer/pgbouncer.pid
+log_connections = 0
+log_disconnections = 0
+EOF
+		: >"$tmp/pgbouncer/pgbouncer.log"
+		if [ "$(id -u)" -eq 0 ]; then
+			chown postgres: "$tmp/pgbouncer"/*
+		fi
+		if as_pg pgbouncer -d -q "$tmp/pgbouncer/pgbouncer.ini" 2>>"$tmp/pgbouncer/pgbouncer.log"; then
+			bouncer_started=1
+			for i in $(seq 100); do
+				if "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres -d freshen; then
+					bouncer_port=$port
+					break
+				fi
+				sleep 0.1
+			done
+		fi
+		if [ -n "$bouncer_port" ] || ! addr_in_use "$tmp/pgbouncer/pgbouncer.log"; then
+			break
+		fi
+		if [ -f "$tmp/pgbouncer/pgbouncer.pid" ]; then
+			kill "$(cat "$tmp/pgbouncer/pgbouncer.pid")" 2>/dev/null
+		fi
+		log "PgBouncer lost port $port, retrying ($attempt)"
+	done
+	if [ -z "$bouncer_port" ]; then
+		log "PgBouncer did not start"
+		print_log pgbouncer "$tmp/pgbouncer/pgbouncer.log"
+		exit 1
+	fi
+fi
+
 export DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/freshen?sslmode=disable"
+if [ -n "$bouncer_port" ]; then
+	export POOLED_DATABASE_URL="postgres://postgres@127.0.0.1:$bouncer_port/freshen?sslmode=disable"
+fi
 export REDIS_URL="redis://127.0.0.1:$redis_port/0"
 
 # The command runs in the background so that a signal sent to this script
