@@ -257,7 +257,7 @@ func caseHeartbeat(c *caseEnv) (string, error) {
 // caseRevoke: a cancel or a trigger revokes the running attempt; the
 // handler is stopped and its outcome arrives within RevokeWithin.
 func caseRevoke(c *caseEnv, action string) (string, error) {
-	m, _, err := c.sleeper()
+	m, _, err := c.sleeper(30)
 	if err != nil {
 		return "", err
 	}
@@ -328,7 +328,7 @@ func caseDeadline(c *caseEnv) (string, error) {
 // caseCrash: a worker killed (SIGKILL) in the middle of a job and started
 // again with the same id runs the job again: nothing is lost.
 func caseCrash(c *caseEnv) (string, error) {
-	m, w, err := c.sleeper()
+	m, w, err := c.sleeper(30)
 	if err != nil {
 		return "", err
 	}
@@ -447,32 +447,18 @@ func caseLongTexts(c *caseEnv) (string, error) {
 // middle of a job has its job given back and run by another worker; once
 // continued (SIGCONT) it goes on working.
 func caseStall(c *caseEnv) (string, error) {
-	a, err := c.start("a")
+	m, stalled, err := c.sleeper(5)
 	if err != nil {
 		return "", err
 	}
-	b, err := c.start("b")
-	if err != nil {
-		return "", err
-	}
-	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 2}, "")
-	if err != nil {
-		return "", err
-	}
-	if _, err := c.running(id, 0); err != nil {
-		return "", err
-	}
-	// Which of them runs it?
-	stalled, other := a, b
-	n, err := c.k.rdb.LLen(c.ctx, c.k.key("working:"+c.queue+":"+b.id)).Result()
-	if err != nil {
-		return "", err
-	}
-	if n > 0 {
-		stalled, other = b, a
-	}
+	id := m.ID
 	stalled.signal(syscall.SIGSTOP)
 	at := c.k.clock.Now()
+	other, err := c.start("b")
+	if err != nil {
+		stalled.signal(syscall.SIGCONT)
+		return "", err
+	}
 	if _, err := c.running(id, 1); err != nil {
 		stalled.signal(syscall.SIGCONT)
 		return "", fmt.Errorf("the job of the stopped worker was not run by the other: %w", err)
@@ -502,17 +488,11 @@ func caseStall(c *caseEnv) (string, error) {
 // outcome, runs no job pushed after the signal, leaves nothing in its
 // working list and exits 0.
 func caseShutdown(c *caseEnv) (string, error) {
-	w, err := c.start("a")
+	m, w, err := c.sleeper(2)
 	if err != nil {
 		return "", err
 	}
-	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 2}, "")
-	if err != nil {
-		return "", err
-	}
-	if _, err := c.running(id, 0); err != nil {
-		return "", err
-	}
+	id := m.ID
 	w.signal(syscall.SIGTERM)
 	at := c.k.clock.Now()
 	// Give the worker a moment to stop taking before the next job comes.

@@ -178,14 +178,15 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// sleeper starts a worker and a model whose job posts the status
-// "running" and sleeps 30 s, and returns the model once the job runs.
-func (c *caseEnv) sleeper() (refresh.Model, *worker, error) {
+// sleeper starts a worker "a" and a model whose job posts the status
+// "running" and sleeps that many seconds, and returns the model once the
+// job runs.
+func (c *caseEnv) sleeper(seconds float64) (refresh.Model, *worker, error) {
 	w, err := c.start("a")
 	if err != nil {
 		return refresh.Model{}, nil, err
 	}
-	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 30}, "")
+	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": seconds}, "")
 	if err != nil {
 		return refresh.Model{}, nil, err
 	}
