@@ -19,12 +19,15 @@ test:
 # and 100,000 models, then freshen bench hostile (what hostile clients cost
 # freshen serve: CPU and memory per reproduction, next occurrences of the
 # worst accepted schedules, and a loop of attacks against background
-# traffic), on throwaway servers whose PostgreSQL is durable (fsync and
+# traffic), then the short form of freshen bench soak (20,000 models at
+# half a burst's rate for 5 minutes, with failures, hangs and pruning;
+# the full form is --models 1000000 --minutes 30) and freshen bench latency
+# (trigger and PUT to a worker, idle and under load), on throwaway servers whose PostgreSQL is durable (fsync and
 # synchronous_commit on, as in production); freshen bench prints those
 # settings beside its figures. To count statements too:
 #   WITH_SERVERS_PG_CONF="shared_preload_libraries = 'pg_stat_statements'" make bench
 bench: build
-	WITH_SERVERS_DURABLE=1 scripts/with-servers.sh sh -c '$(GO) test -run "^$$" -bench . -benchmem ./... && bin/freshen bench && bin/freshen bench e2e -n 10000 && bin/freshen bench e2e -n 100000 && bin/freshen bench hostile'
+	WITH_SERVERS_DURABLE=1 scripts/with-servers.sh sh -c '$(GO) test -run "^$$" -bench . -benchmem ./... && bin/freshen bench && bin/freshen bench e2e -n 10000 && bin/freshen bench e2e -n 100000 && bin/freshen bench hostile && bin/freshen bench soak --models 20000 --minutes 5 && bin/freshen bench latency'
 
 # demo runs the demo story, with the API and the dashboard on DEMO_ADDR
 # (open http://127.0.0.1:8080/ui/ while it runs).

@@ -129,6 +129,9 @@ func (b *Bench) Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, 
 	}
 	defer worker.kill()
 	l := &latency{b: b, pool: pool, base: "http://" + serve.addr, took: took, client: &http.Client{Timeout: latencyWait}}
+	if err := l.ready(ctx); err != nil {
+		return res, err
+	}
 
 	b.logf("latency: idle: %d triggers, %d PUTs", cfg.Samples, cfg.Samples)
 	if res.Idle, err = l.phase(ctx, 0, cfg.Samples); err != nil {
@@ -210,6 +213,29 @@ type latency struct {
 	base   string
 	took   *tookLines
 	client *http.Client
+}
+
+// ready waits until serve answers /readyz with 200: its API answers 503
+// until its loops run.
+func (l *latency) ready(ctx context.Context) error {
+	deadline := l.b.clock.Now().Add(startTimeout)
+	for {
+		resp, err := l.client.Get(l.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if l.b.clock.Now().After(deadline) {
+			return fmt.Errorf("freshen serve was not ready within %s", startTimeout)
+		}
+		select {
+		case <-l.b.clock.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // phase times n triggers of the models first.. and n PUTs of the models
