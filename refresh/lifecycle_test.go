@@ -112,6 +112,7 @@ func TestParseEventNames(t *testing.T) {
 		_, err := refresh.ParseEventNames(in)
 		require.ErrorContains(t, err, want, in)
 	}
+	require.LessOrEqual(t, len(refresh.LifecycleNames), 64, "an EventNames holds a bit a name in a uint64")
 	require.Equal(t, refresh.EventNames{}, refresh.EventNames{}.With("started"), "all stays all")
 	require.Equal(t, "started,failed", refresh.NoEventNames().With("failed", "started", "no_such_name").String())
 }
