@@ -120,12 +120,14 @@ func printSoak(out io.Writer, r bench.SoakResult) {
 	benchRow(out, "p99 lateness, worst sample", benchMs(r.WorstP99), "<= "+benchMs(targetP99), r.WorstP99 <= targetP99)
 	benchRow(out, fmt.Sprintf("size growth, last %s", r.GrowthSpan), fmt.Sprintf("%+.1f%%", r.SizeGrowthPct),
 		fmt.Sprintf("<= %d%%", targetGrowthPct), r.SizeGrowthPct <= targetGrowthPct)
+	benchRow(out, "attempts timed out, of those that ended", fmt.Sprintf("%.2f%%", r.TimedOutPct),
+		fmt.Sprintf("about %g%% (--hang-percent)", r.HangPercent), true)
 	benchRow(out, fmt.Sprintf("lost (of %d occurrences checked)", r.Checked), fmt.Sprintf("%d", r.Lost()), "0", r.Lost() == 0)
 	fmt.Fprintf(out, "  (lost: %d occurrences without a start, %d started more than once, %d attempts or models stuck; load average %s)\n",
 		r.Missing, r.Duplicates, r.Stuck, bench.LoadAverage())
 	last := r.Samples[len(r.Samples)-1]
-	fmt.Fprintf(out, "RESULT mode=soak models=%d rate=%.1f seconds=%.0f cycles_drift_pct=%.1f p99_drift_pct=%.1f worst_p99_ms=%.1f size_growth_pct=%.1f lost=%d checked=%d serve_rss_kb=%d worker_rss_kb=%d redis_used_kb=%d pg_bytes=%d load=%s\n",
-		r.Models, r.Rate, r.Duration.Seconds(), r.CyclesDriftPct, r.P99DriftPct, ms(r.WorstP99), r.SizeGrowthPct, r.Lost(), r.Checked,
+	fmt.Fprintf(out, "RESULT mode=soak models=%d rate=%.1f seconds=%.0f cycles_drift_pct=%.1f p99_drift_pct=%.1f worst_p99_ms=%.1f size_growth_pct=%.1f lost=%d checked=%d timed_out_pct=%.2f serve_rss_kb=%d worker_rss_kb=%d redis_used_kb=%d pg_bytes=%d load=%s\n",
+		r.Models, r.Rate, r.Duration.Seconds(), r.CyclesDriftPct, r.P99DriftPct, ms(r.WorstP99), r.SizeGrowthPct, r.Lost(), r.Checked, r.TimedOutPct,
 		last.ServeRSS>>10, last.WorkerRSS>>10, last.RedisMemory>>10, last.TotalBytes, strings.ReplaceAll(bench.LoadAverage(), " ", ","))
 }
 

@@ -117,7 +117,7 @@ func (b *Bench) Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, 
 	if err := b.load(ctx, pool, ReportPrefix, 4*cfg.Samples, b.clock.Now().Add(24*time.Hour), 0); err != nil {
 		return res, err
 	}
-	serve, err := b.startServe(ctx, poolCfg, steadyGrid{}.serveFlags(DefaultSoakHorizon)...)
+	serve, err := b.startServe(ctx, poolCfg, steadyServeFlags(DefaultSoakHorizon)...)
 	if err != nil {
 		return res, err
 	}

@@ -117,9 +117,10 @@ func (c SoakConfig) withDefaults() (SoakConfig, error) {
 type SoakSample struct {
 	// At is the end of the interval, from the start of the load.
 	At time.Duration
-	// CyclesPerSec is how many attempts ended a second (any outcome);
-	// Succeeded, Failed and TimedOut count them by outcome.
+	// CyclesPerSec is how many attempts ended a second (any outcome, Ended
+	// in all); Succeeded, Failed and TimedOut count them by outcome.
 	CyclesPerSec                float64
+	Ended                       int
 	Succeeded, Failed, TimedOut int
 	Starts                      int
 	LateP50, LateP99, LateMax   time.Duration
@@ -156,7 +157,9 @@ type SoakResult struct {
 	Rate     float64
 	Duration time.Duration
 	Horizon  time.Duration
-	Samples  []SoakSample
+	// FailPercent and HangPercent are the worker's.
+	FailPercent, HangPercent float64
+	Samples                  []SoakSample
 	// Window is the span compared at the start and at the end: 5
 	// minutes, or a fifth of the run if shorter.
 	Window time.Duration
@@ -169,6 +172,10 @@ type SoakResult struct {
 	SizeGrowthPct float64
 	// WorstP99 is the highest p99 lateness of a sample.
 	WorstP99 time.Duration
+	// TimedOutPct is the share of the attempts that ended which timed
+	// out, in percent: about HangPercent, and more if outcomes were lost
+	// on the way (an attempt whose outcome never arrives times out).
+	TimedOutPct float64
 	// The check at the end: Checked occurrences of the last Horizon (but
 	// soakSlack) looked at; Missing of them without a start, Duplicates
 	// starts of an occurrence beyond the first, Stuck attempts running
@@ -192,7 +199,8 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	if err != nil {
 		return SoakResult{}, err
 	}
-	res := SoakResult{Models: cfg.Models, Duration: cfg.Duration, Horizon: cfg.Horizon}
+	res := SoakResult{Models: cfg.Models, Duration: cfg.Duration, Horizon: cfg.Horizon,
+		FailPercent: cfg.FailPercent, HangPercent: cfg.HangPercent}
 	rate := cfg.Rate
 	if rate == 0 {
 		b.logf("soak: measuring a burst of %d models first", cfg.BurstModels)
@@ -223,7 +231,7 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	res.Period, res.Rate = grid.period, float64(cfg.Models)/grid.period.Seconds()
 	b.logf("soak: %d models due every %s: %.0f cycles/s", cfg.Models, res.Period, res.Rate)
 
-	serve, err := b.startServe(ctx, poolCfg, grid.serveFlags(cfg.Horizon)...)
+	serve, err := b.startServe(ctx, poolCfg, steadyServeFlags(cfg.Horizon)...)
 	if err != nil {
 		return res, err
 	}
@@ -308,8 +316,14 @@ func (r *SoakResult) summarize(interval time.Duration) {
 	g := max(1, int(r.GrowthSpan/interval))
 	base := r.Samples[max(0, n-1-g)]
 	r.SizeGrowthPct = pct(float64(r.Samples[n-1].TotalBytes), float64(base.TotalBytes))
+	ended, timedOut := 0, 0
 	for _, s := range r.Samples {
 		r.WorstP99 = max(r.WorstP99, s.LateP99)
+		ended += s.Ended
+		timedOut += s.TimedOut
+	}
+	if ended > 0 {
+		r.TimedOutPct = float64(timedOut) / float64(ended) * 100
 	}
 }
 
@@ -329,9 +343,9 @@ type steadyGrid struct {
 	logf   func(format string, args ...any)
 }
 
-// serveFlags are the flags of freshen serve for models on the grid, with
-// the history pruned after horizon.
-func (g steadyGrid) serveFlags(horizon time.Duration) []string {
+// steadyServeFlags are the flags of freshen serve for models on a steady
+// grid, with the history pruned after horizon.
+func steadyServeFlags(horizon time.Duration) []string {
 	return []string{"--min-interval", "1s", "--history-max-age", horizon.String(),
 		"--prune-interval", min(10*time.Second, horizon/4).String()}
 }
@@ -402,17 +416,14 @@ const dueSQL = `($1::timestamptz + make_interval(secs => o.off_s
 // soakSample reads what the interval from..to did and what the processes
 // and tables take now.
 func (b *Bench) soakSample(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, from, to time.Time, serve, worker *child) (SoakSample, error) {
-	var (
-		s     SoakSample
-		ended int
-	)
+	var s SoakSample
 	err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE outcome = 'success'),
 			count(*) FILTER (WHERE outcome = 'failure'), count(*) FILTER (WHERE outcome = 'timeout'), count(*)
-		FROM attempts WHERE finished_at >= $1 AND finished_at < $2`, from, to).Scan(&s.Succeeded, &s.Failed, &s.TimedOut, &ended)
+		FROM attempts WHERE finished_at >= $1 AND finished_at < $2`, from, to).Scan(&s.Succeeded, &s.Failed, &s.TimedOut, &s.Ended)
 	if err != nil {
 		return s, fmt.Errorf("soak sample: %w", err)
 	}
-	s.CyclesPerSec = float64(ended) / to.Sub(from).Seconds()
+	s.CyclesPerSec = float64(s.Ended) / to.Sub(from).Seconds()
 	if s.Starts, s.LateP50, s.LateP99, s.LateMax, err = g.lateness(ctx, pool, from, to); err != nil {
 		return s, err
 	}
