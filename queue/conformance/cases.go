@@ -297,6 +297,15 @@ func caseDeadline(c *caseEnv) (string, error) {
 	if _, err := c.start("a"); err != nil {
 		return "", err
 	}
+	// The worker first runs a quick job, so that the 3s timeout below is
+	// not spent on an interpreter's start.
+	ready, err := c.put("ready", map[string]any{"do": "succeed"}, "")
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.model(ready, 30*time.Second, "first job done", func(m refresh.Model) bool { return !m.LastSuccessAt.IsZero() }); err != nil {
+		return "", err
+	}
 	id, err := c.put("m", map[string]any{"status": []string{"running"}, "sleep": 30}, `{"timeout": "3s", "retry": {"delays": []}}`)
 	if err != nil {
 		return "", err
