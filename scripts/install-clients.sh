@@ -5,7 +5,8 @@
 #   scripts/install-clients.sh
 #
 # Debian's python3-redis (for clients/python, run with /usr/bin/python3),
-# php-cli and php-redis (for clients/php), and the TypeScript client's npm
+# php-cli and php-redis (for clients/php), jq (for the conformance
+# handler that freshen work runs in its test), and the TypeScript client's npm
 # packages from its lock file (npm ci in clients/typescript, then its build).
 # It needs root for apt-get; make test runs it. It never fails the build:
 # whatever it cannot install, it says so, and the tests of that client skip,
@@ -19,6 +20,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 missing=()
 /usr/bin/python3 -c 'import redis' 2>/dev/null || missing+=(python3-redis)
 command -v php >/dev/null || missing+=(php-cli)
+command -v jq >/dev/null || missing+=(jq)
 if ! command -v php >/dev/null || ! php -m 2>/dev/null | grep -qx redis; then
 	missing+=(php-redis)
 fi
