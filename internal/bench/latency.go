@@ -100,16 +100,11 @@ func (b *Bench) Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, 
 	}
 	res := LatencyResult{Samples: cfg.Samples, LoadRate: cfg.LoadRate,
 		LoadModels: max(1, int(cfg.LoadRate*latencyLoadPeriod.Seconds()))}
-	poolCfg, err := b.newSchema(ctx, "latency")
+	poolCfg, pool, err := b.freshRun(ctx, "latency")
 	if err != nil {
 		return res, err
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return res, fmt.Errorf("connect to database: %w", err)
-	}
 	defer pool.Close()
-	b.clearRedis(ctx)
 
 	// The sampled models: idle, due in a day; the PUT ones are disabled
 	// before their phase.

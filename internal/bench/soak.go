@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/procfs"
 
 	"github.com/freshen-dev/freshen/refresh"
 	"github.com/freshen-dev/freshen/refresh/postgres"
@@ -211,16 +210,11 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		res.BurstRate = burst.CyclesPerSec()
 		rate = res.BurstRate / 2
 	}
-	poolCfg, err := b.newSchema(ctx, "soak")
+	poolCfg, pool, err := b.freshRun(ctx, "soak")
 	if err != nil {
 		return res, err
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return res, fmt.Errorf("connect to database: %w", err)
-	}
 	defer pool.Close()
-	b.clearRedis(ctx)
 
 	lead := 5*time.Second + time.Duration(cfg.Models)*30*time.Microsecond
 	t0 := b.clock.Now().Add(lead).Truncate(time.Second)
@@ -427,10 +421,10 @@ func (b *Bench) soakSample(ctx context.Context, pool *pgxpool.Pool, g steadyGrid
 	if s.Starts, s.LateP50, s.LateP99, s.LateMax, err = g.lateness(ctx, pool, from, to); err != nil {
 		return s, err
 	}
-	if s.ServeRSS, err = rss(serve.pid()); err != nil {
+	if s.ServeRSS, err = residentSet(serve.pid()); err != nil {
 		return s, err
 	}
-	if s.WorkerRSS, err = rss(worker.pid()); err != nil {
+	if s.WorkerRSS, err = residentSet(worker.pid()); err != nil {
 		return s, err
 	}
 	info, err := b.rdb.InfoMap(ctx, "memory").Result()
@@ -529,17 +523,19 @@ func (g steadyGrid) check(ctx context.Context, pool *pgxpool.Pool, from, end tim
 	return nil
 }
 
-// rss returns the resident set size (VmRSS) of process pid, in bytes.
-func rss(pid int) (int64, error) {
-	p, err := procfs.NewProc(pid)
+// freshRun creates the schema of a run called name and a pool on it, and
+// empties the harness's Redis keys.
+func (b *Bench) freshRun(ctx context.Context, name string) (*pgxpool.Config, *pgxpool.Pool, error) {
+	poolCfg, err := b.newSchema(ctx, name)
 	if err != nil {
-		return 0, fmt.Errorf("RSS: %w", err)
+		return nil, nil, err
 	}
-	s, err := p.NewStatus()
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
-		return 0, fmt.Errorf("RSS: %w", err)
+		return nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return int64(s.VmRSS), nil
+	b.clearRedis(ctx)
+	return poolCfg, pool, nil
 }
 
 // relations returns the tables and indexes of the run's schema (but the
