@@ -38,11 +38,14 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 // holds no session state. Each migration is applied in a transaction of
 // its own, which first takes a transaction-level advisory lock
 // (pg_advisory_xact_lock) and reads the version under it, so concurrent
-// callers wait for each other and never apply a migration twice; a caller
-// that finds the version moved while it waited lets the one applying go
-// on (it waits for the lock again), so that one caller applies them all
-// and the others find nothing to do. A caller killed in the middle
-// leaves no lock held: its transaction ends with its connection.
+// callers wait for each other and never apply a migration twice. A caller
+// asks for the lock again in the round trip that commits its migration,
+// so it is in the lock's queue before anyone that has not seen that
+// migration, and a caller that finds the version moved since it last read
+// it lets the one applying go on (it commits and waits for the lock
+// again): one caller applies them all and the others find nothing to do.
+// A caller killed in the middle leaves no lock held: its transaction ends
+// with its connection.
 func Apply(ctx context.Context, conn *pgx.Conn) (int, error) {
 	table, ms, err := load(ctx, conn)
 	if err != nil {
@@ -52,54 +55,39 @@ func Apply(ctx context.Context, conn *pgx.Conn) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// A string of statements runs in the simple protocol, whatever the
+	// exec mode, in one round trip.
+	begin := `BEGIN; ` + lockSQL + `;
+		CREATE TABLE IF NOT EXISTS ` + table + ` (version int4 NOT NULL);
+		INSERT INTO ` + table + ` (version) SELECT 0 WHERE NOT EXISTS (SELECT FROM ` + table + `)`
 	applied := 0
 	for {
-		v, did, err := step(ctx, conn, table, ms, seen)
+		_, err := conn.Exec(ctx, begin)
+		begin = `COMMIT; ` + begin
+		var v int32
+		if err == nil {
+			err = conn.QueryRow(ctx, `SELECT version FROM `+table).Scan(&v)
+		}
+		did := false
+		if err == nil {
+			did, err = apply(ctx, conn, table, ms, v, seen)
+		}
 		if err != nil {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 			return applied, err
 		}
 		if did {
 			applied++
+			v++
 		}
 		if v == int32(len(ms)) {
+			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+				return applied, fmt.Errorf("migrate: commit: %w", err)
+			}
 			return applied, nil
 		}
 		seen = v
 	}
-}
-
-// step takes the lock in a transaction and applies the next migration in
-// it, unless the schema is up to date or its version is not seen (what
-// the caller last read): then another caller is applying migrations, and
-// step commits without applying. It returns the version the schema is at
-// when it commits, and whether it applied a migration. Every caller makes
-// progress: each step either applies or finds that another did.
-func step(ctx context.Context, conn *pgx.Conn, table string, ms []*migrate.Migration, seen int32) (int32, bool, error) {
-	// One round trip for the statements without a result (a string of
-	// them runs in the simple protocol, whatever the exec mode), one for
-	// the version.
-	_, err := conn.Exec(ctx, `BEGIN; `+lockSQL+`;
-		CREATE TABLE IF NOT EXISTS `+table+` (version int4 NOT NULL);
-		INSERT INTO `+table+` (version) SELECT 0 WHERE NOT EXISTS (SELECT FROM `+table+`)`)
-	var v int32
-	if err == nil {
-		err = conn.QueryRow(ctx, `SELECT version FROM `+table).Scan(&v)
-	}
-	did := false
-	if err == nil {
-		did, err = apply(ctx, conn, table, ms, v, seen)
-	}
-	if err != nil {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-		return 0, false, err
-	}
-	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-		return 0, false, fmt.Errorf("migrate: commit: %w", err)
-	}
-	if did {
-		v++
-	}
-	return v, did, nil
 }
 
 // apply applies the migration after version v in the open transaction,

@@ -79,7 +79,10 @@ func runServe(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 // ServeConfig is the configuration of freshen serve.
 type ServeConfig struct {
 	DatabaseURL string
-	RedisURL    string
+	// ListenDatabaseURL, if set, is where serve LISTENs for notifications
+	// (a direct connection), rather than DatabaseURL (see notify.go).
+	ListenDatabaseURL string
+	RedisURL          string
 	// Redis names the servers of Redis Sentinel or Redis Cluster, when
 	// Redis runs so; RedisURL then gives only credentials and options.
 	RedisSentinelMaster   string
@@ -198,6 +201,7 @@ type Main struct {
 
 	logOut   io.Writer
 	redact   redactor
+	notify   notifications
 	store    atomic.Pointer[postgres.Store]
 	client   redis.UniversalClient
 	queue    *queue.Redis
@@ -315,6 +319,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(m.logOut)
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL; give one with a password in the environment (FRESHEN_DATABASE_URL or DATABASE_URL): a command line is no secret")
+	fs.StringVar(&c.ListenDatabaseURL, "listen-database-url", c.ListenDatabaseURL, "PostgreSQL URL for LISTEN, a direct connection (or a pooler in session mode) when --database-url is a pooler in transaction mode; default --database-url")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL, e.g. redis://localhost:6379/0; give one with a password in the environment (FRESHEN_REDIS_URL or REDIS_URL): a command line is no secret")
 	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", c.RedisSentinelMaster, "name of the Redis primary that Redis Sentinel watches (with --redis-sentinel-addrs)")
 	listVar(fs, &c.RedisSentinelAddrs, "redis-sentinel-addrs", "comma-separated host:port of the Redis Sentinels; --redis-url then has no host (e.g. redis://:password@/0)")
@@ -390,7 +395,7 @@ func (m *Main) ParseFlags(args []string) error {
 	if c.RedisURL == "" {
 		c.RedisURL = os.Getenv("REDIS_URL")
 	}
-	m.redact = newRedactor(c.DatabaseURL, c.RedisURL)
+	m.redact = newRedactor(c.DatabaseURL, c.RedisURL, c.ListenDatabaseURL)
 	if c.RedisSentinelPassword != "" {
 		m.redact.secrets = append(m.redact.secrets, c.RedisSentinelPassword)
 	}
@@ -516,6 +521,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	m.router = newRouter(m.client, redisTarget(c), &m.store, m.redact, m.auth, log)
+	m.router.addDetail(m.notify.detail)
 	listener, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", c.Addr, err)
@@ -572,6 +578,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	store := m.store.Load()
 	store.SetLimits(c.Limits)
+	if c.ListenDatabaseURL != "" {
+		if err := store.SetListenURL(c.ListenDatabaseURL, c.Session); err != nil {
+			return fmt.Errorf("--listen-database-url: %w", m.redact.Error(err))
+		}
+	}
 	store.SetEvents(c.Events.With(webhook.EventNames(c.Webhook.Endpoints)...))
 	if err := seedLimits(connectCtx, store, c.MaxRunning, log); err != nil {
 		return err
@@ -760,36 +771,6 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
-// listen wakes the scheduler on every PostgreSQL notification of a model
-// that became due earlier, so that a model created or triggered through
-// another instance starts at once. A lost connection is re-opened with
-// backoff; the scheduler is woken after each (re)connection to make up for
-// the notifications missed meanwhile.
-func (m *Main) listen(ctx context.Context, wake func()) {
-	backoff := time.Duration(0)
-	store := m.store.Load()
-	for ctx.Err() == nil {
-		ch, err := store.Listen(ctx)
-		if err != nil {
-			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-			m.Logger.Error("listen for due models", "err", err, "retry_in", backoff.String())
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-			continue
-		}
-		backoff = 0
-		wake()
-		for range ch {
-			wake()
-		}
-		if ctx.Err() == nil {
-			m.Logger.Warn("listen connection lost; reconnecting")
-		}
-	}
-}
-
 // fatalError marks an error that waiting cannot cure.
 type fatalError struct{ error }
 
@@ -813,6 +794,9 @@ func retryConnect(ctx context.Context, log *slog.Logger, what string, f func() e
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "28") || pg.Code == "3D000") {
 			return fmt.Errorf("%s: %w", what, err) // invalid authorization, no such database
+		}
+		if name, ok := postgres.RefusedSetting(err); ok {
+			return fmt.Errorf("%s: the database, or a pooler in front of it, refuses the setting %q at connection: remove it from the database URL (Freshen sets what it needs in each transaction): %w", what, name, err)
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", what, err)

@@ -42,6 +42,9 @@ type Store struct {
 	pool *db
 	// owned is true when Open created the pool, which Close then closes.
 	owned bool
+	// listen is where Listen connects, if not to the pool's database
+	// (SetListenURL).
+	listen *pgx.ConnConfig
 	// policies decodes the policies of the models read.
 	policies policyCache
 	// slots is what ClaimDue last read of whether limits exist.

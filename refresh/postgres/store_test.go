@@ -262,15 +262,20 @@ func TestListen(t *testing.T) {
 	b := setup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wake, err := b.store.Listen(ctx)
+	l, err := b.store.Listen(ctx)
 	require.NoError(t, err)
+	select {
+	case <-l.Heard: // its own notification arrived
+	case <-time.After(10 * time.Second):
+		t.Fatal("Listen's own notification did not arrive")
+	}
 
 	put(t, b.store, model("m", t0))
-	_, ok := <-wake
+	_, ok := <-l.Wake
 	require.True(t, ok, "a created due model wakes the listener")
 
 	cancel()
-	for range wake {
+	for range l.Wake {
 	}
 }
 
