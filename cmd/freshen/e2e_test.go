@@ -77,13 +77,16 @@ func freshenBinary(t *testing.T) string {
 // env is one test's share of the servers: a database and a Redis prefix of
 // its own, and clients on both.
 type env struct {
-	t        *testing.T
-	bin      string
-	dbURL    string // the test's database
-	redisURL string
-	prefix   string
-	db       *pgxpool.Pool
-	rdb      *redis.Client
+	t     *testing.T
+	bin   string
+	dbURL string // the test's database, as freshen connects to it
+	// directURL is the test's database on the server itself when dbURL
+	// goes through the pooler (pooler_e2e_test.go), else "".
+	directURL string
+	redisURL  string
+	prefix    string
+	db        *pgxpool.Pool
+	rdb       *redis.Client
 }
 
 // newEnv creates a database e2e_<random> and migrates it with freshen
@@ -118,6 +121,7 @@ func newUnmigratedEnv(t *testing.T) *env {
 	e.db, err = pgxpool.New(ctx, e.dbURL)
 	require.NoError(t, err)
 	t.Cleanup(e.db.Close)
+	e.usePooler(t, u.Path)
 
 	e.prefix = "e2e-" + suffix
 	opt, err := redis.ParseURL(redisURL)
