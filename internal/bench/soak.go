@@ -29,7 +29,8 @@ const (
 // The policy of the models of Soak and of the background of Latency: due
 // every Period seconds on a grid anchored at soakAnchor, each model shifted
 // by its spread offset; a hung job times out after soakTimeout and a
-// failure is retried after 1s, then 2s.
+// failure is retried after 1s, then 2s, then waits for the next
+// occurrence.
 const (
 	soakTimeout = 5 * time.Second
 	// soakSlack is how long after its due time a start, its retries and
@@ -178,8 +179,8 @@ type SoakResult struct {
 	// The check at the end: Checked occurrences of the last Horizon (but
 	// soakSlack) looked at; Missing of them without a start, Duplicates
 	// starts of an occurrence beyond the first, Stuck attempts running
-	// past their deadline + soakSlack and models due more than soakSlack
-	// ago and not started.
+	// past their deadline + soakSlack, models due more than soakSlack ago
+	// and not started, and models without a next run.
 	Checked, Missing, Duplicates, Stuck int
 }
 
@@ -351,7 +352,7 @@ func steadyServeFlags(horizon time.Duration) []string {
 func (b *Bench) loadSteady(ctx context.Context, pool *pgxpool.Pool, prefix string, n int, rate float64, t0 time.Time) (steadyGrid, error) {
 	period := max(2, int64(math.Round(float64(n)/rate)))
 	g := steadyGrid{prefix: prefix, period: time.Duration(period) * time.Second, logf: b.logf}
-	text := fmt.Sprintf(`{"schedule": %s, "spread": "%ds", "timeout": "%s", "retry": {"delays": ["1s", "2s"]}}`,
+	text := fmt.Sprintf(`{"schedule": %s, "spread": "%ds", "timeout": "%s", "retry": {"delays": ["1s", "2s"]}, "on_exhausted": "wait_next"}`,
 		jsonString(dtstart(soakAnchor)+"RRULE:FREQ=SECONDLY;INTERVAL="+strconv.FormatInt(period, 10)), period-1, soakTimeout)
 	policy, err := refresh.ParsePolicy([]byte(text), refresh.Limits{MinInterval: time.Second})
 	if err != nil {
@@ -462,7 +463,9 @@ func (g steadyGrid) lateness(ctx context.Context, pool *pgxpool.Pool, from, to t
 // without a start in their period (but for models busy with a failure, a
 // hang or a retry near it), the extra starts of an occurrence, and what
 // is stuck: attempts running past their deadline + soakSlack, models due
-// more than soakSlack ago and not started.
+// more than soakSlack ago and not started, models without a next run (the
+// policy waits for the next occurrence when the retries run out, so no
+// model is ever disabled).
 func (g steadyGrid) check(ctx context.Context, pool *pgxpool.Pool, from, end time.Time, checked, missing, duplicates, stuck *int) error {
 	until := end.Add(-soakSlack)
 	p := g.period.Seconds()
@@ -491,7 +494,11 @@ func (g steadyGrid) check(ctx context.Context, pool *pgxpool.Pool, from, end tim
 		rows, err := pool.Query(ctx, occ+` SELECT m.id || ' due ' || m.at || ': ' || coalesce((
 				SELECT string_agg(format('#%s %s..%s %s', a.attempt_no, a.started_at, a.finished_at, a.outcome), '; ' ORDER BY a.started_at)
 				FROM attempts a WHERE a.model_id = m.id
-					AND a.started_at >= m.at - make_interval(secs => 2 * $2 + $6) AND a.started_at < m.at + make_interval(secs => 2 * $2)), 'no attempt')
+					AND a.started_at >= m.at - make_interval(secs => 2 * $2 + $6) AND a.started_at < m.at + make_interval(secs => 2 * $2)), 'no attempt near it')
+				|| (SELECT format('; %s attempts in all, %s..%s; the model: refresh_at %s, last success %s, attempt %s',
+					count(*), min(a.started_at), max(a.started_at), md.refresh_at, md.last_success_at, md.attempt_uid)
+					FROM models md LEFT JOIN attempts a ON a.model_id = md.id WHERE md.id = m.id
+					GROUP BY md.refresh_at, md.last_success_at, md.attempt_uid)
 			FROM missing m WHERE lost ORDER BY m.at LIMIT 3`, args...)
 		if err != nil {
 			return fmt.Errorf("check starts: %w", err)
@@ -515,7 +522,7 @@ func (g steadyGrid) check(ctx context.Context, pool *pgxpool.Pool, from, end tim
 	err = pool.QueryRow(ctx, `SELECT
 			(SELECT count(*) FROM attempts WHERE outcome IS NULL AND deadline_at < $1 AND model_id LIKE $3)
 			+ (SELECT count(*) FROM models WHERE attempt_uid IS NOT NULL AND deadline_at < $1 AND id LIKE $3)
-			+ (SELECT count(*) FROM models WHERE attempt_uid IS NULL AND disabled_at IS NULL AND refresh_at < $2 AND id LIKE $3)`,
+			+ (SELECT count(*) FROM models WHERE attempt_uid IS NULL AND (refresh_at IS NULL OR refresh_at < $2) AND id LIKE $3)`,
 		end.Add(-soakSlack), until, g.prefix+"%").Scan(stuck)
 	if err != nil {
 		return fmt.Errorf("check stuck: %w", err)
