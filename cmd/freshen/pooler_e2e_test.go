@@ -200,7 +200,7 @@ func TestE2EPooledDroppedConnections(t *testing.T) {
 	t.Parallel()
 	poolerURL(t)
 	runPooled(t, "run", func(t *testing.T) {
-		const n = 2000
+		const n = 500
 		e := newEnv(t)
 		p := e.serve("drops", "--batch-size", "50", "--log-level", "warn")
 		w := e.startWorker("drops", 16)
