@@ -687,6 +687,47 @@ func TestE2EBench(t *testing.T) {
 		require.Contains(t, result, " n=200 ", "RESULT line: %q", result)
 	})
 
+	// soak exits with an error if its SQL check finds a due start missing
+	// or doubled, or anything stuck; the figures are printed, not judged.
+	t.Run("soak", func(t *testing.T) {
+		t.Parallel()
+		out := runBenchCommand(t, "soak", "--models", "300", "--rate", "100", "--minutes", "0.5",
+			"--interval", "5s", "--horizon", "30s", "--concurrency", "32")
+		for _, want := range []string{"cycles/s", "starts late p50", "RSS: serve", "Redis used_memory", "sizes: attempts",
+			"pg_stat_user_tables: attempts", "autovacuums", "cycles/s drift", "p99 lateness drift", "size growth", "lost (of"} {
+			require.Contains(t, out, want)
+		}
+		result := ""
+		for line := range strings.Lines(out) {
+			if strings.HasPrefix(line, "RESULT ") {
+				result = line
+			}
+		}
+		for _, key := range []string{" mode=soak ", " cycles_drift_pct=", " p99_drift_pct=", " size_growth_pct=", " lost=0 "} {
+			require.Contains(t, result, key, "RESULT line: %q", result)
+		}
+	})
+
+	// latency fails if a trigger or a PUT does not reach the worker, or
+	// its outcome is not applied, within 10s.
+	t.Run("latency", func(t *testing.T) {
+		t.Parallel()
+		out := runBenchCommand(t, "latency", "--samples", "10", "--load-rate", "50", "--concurrency", "16")
+		for _, want := range []string{"idle, trigger: to the worker p99", "idle, PUT of a disabled model: to the worker p99",
+			"under load, trigger: to the worker p99", "under load, PUT of a disabled model: to the outcome applied"} {
+			require.Contains(t, out, want)
+		}
+		result := ""
+		for line := range strings.Lines(out) {
+			if strings.HasPrefix(line, "RESULT ") {
+				result = line
+			}
+		}
+		for _, key := range []string{" mode=latency ", " idle_p99_worker_ms=", " load_p99_worker_ms="} {
+			require.Contains(t, result, key, "RESULT line: %q", result)
+		}
+	})
+
 	// hostile runs every reproduction once against a real freshen serve,
 	// with short read timeouts so that slow clients are cut soon, then a
 	// short loop; it fails only if the harness does, so the test checks
