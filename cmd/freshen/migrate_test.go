@@ -75,11 +75,11 @@ func TestMigrate(t *testing.T) {
 
 	code, stdout, stderr := migrateCmd("--database-url", schemaURL)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "schema at version 10, migrated from version 0\n", stdout)
+	require.Equal(t, "schema at version 12, migrated from version 0\n", stdout)
 
 	code, stdout, stderr = migrateCmd("--database-url", schemaURL)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "schema at version 10, up to date\n", stdout)
+	require.Equal(t, "schema at version 12, up to date\n", stdout)
 
 	var n int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM "+schema+".models").Scan(&n))
