@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSoakSummarize(t *testing.T) {
+	t.Parallel()
+	sample := func(cycles float64, p99 time.Duration, bytes int64, ended, timedOut int) SoakSample {
+		return SoakSample{CyclesPerSec: cycles, LateP99: p99, TotalBytes: bytes, Ended: ended, TimedOut: timedOut}
+	}
+	// 10 minutes sampled every minute: windows of 2 samples (a fifth),
+	// growth over the last 3 (a third, 200s).
+	r := SoakResult{Duration: 10 * time.Minute, Samples: []SoakSample{
+		sample(100, 10*time.Millisecond, 1000, 100, 1),
+		sample(100, 30*time.Millisecond, 1000, 100, 1),
+		sample(90, 5*time.Millisecond, 1000, 100, 0),
+		sample(90, 5*time.Millisecond, 1000, 100, 0),
+		sample(90, 5*time.Millisecond, 1000, 100, 0),
+		sample(90, 5*time.Millisecond, 1000, 100, 0),
+		sample(90, 5*time.Millisecond, 1000, 100, 0),
+		sample(90, 5*time.Millisecond, 1100, 100, 0),
+		sample(90, 60*time.Millisecond, 1100, 100, 0),
+		sample(110, 20*time.Millisecond, 1210, 100, 2),
+	}}
+	r.summarize(time.Minute)
+	require.Equal(t, 2*time.Minute, r.Window)
+	require.InDelta(t, 0, r.CyclesDriftPct, 1e-9)   // (90+110)/2 against (100+100)/2
+	require.InDelta(t, 100, r.P99DriftPct, 1e-9)    // 40ms against 20ms
+	require.Equal(t, 200*time.Second, r.GrowthSpan) // 3 samples back: 1000 -> 1210
+	require.InDelta(t, 21, r.SizeGrowthPct, 1e-9)
+	require.Equal(t, 60*time.Millisecond, r.WorstP99)
+	require.InDelta(t, 0.4, r.TimedOutPct, 1e-9)
+
+	// A run shorter than its windows compares its first and last samples.
+	short := SoakResult{Duration: 30 * time.Second, Samples: []SoakSample{sample(50, 0, 10, 0, 0), sample(75, 0, 20, 0, 0)}}
+	short.summarize(time.Minute)
+	require.InDelta(t, 50, short.CyclesDriftPct, 1e-9)
+	require.InDelta(t, 100, short.SizeGrowthPct, 1e-9)
+	require.Zero(t, short.P99DriftPct) // no lateness at first: no ratio
+}
+
+func TestQuantiles(t *testing.T) {
+	t.Parallel()
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	p50, p99, worst := quantiles(d)
+	require.Equal(t, 51*time.Millisecond, p50)
+	require.Equal(t, 100*time.Millisecond, p99)
+	require.Equal(t, 100*time.Millisecond, worst)
+	require.Equal(t, 100*time.Millisecond, d[0], "the samples are left in their order")
+	p50, p99, worst = quantiles(nil)
+	require.Zero(t, p50+p99+worst)
+}
+
+// The worker's output is read line by line, however it is cut: each
+// "took" line reaches the waiting sample, and only the other lines are
+// kept for error messages.
+func TestTookLines(t *testing.T) {
+	t.Parallel()
+	took := &tookLines{waiting: map[string]chan time.Time{}}
+	got := took.wait("lat-0000001")
+	out := &output{watch: WorkerReady + "\n", seen: make(chan struct{}), line: took.line}
+	for _, part := range []string{"rea", "dy\ntook lat-000", "0001 1700000000000000000\n", "took lat-9 12\nsome", " error\n"} {
+		_, err := out.Write([]byte(part))
+		require.NoError(t, err)
+	}
+	select {
+	case <-out.seen:
+	default:
+		t.Fatal("ready not seen")
+	}
+	require.Equal(t, time.Unix(0, 1700000000000000000), <-got)
+	require.Equal(t, "ready\nsome error\n", out.String())
+}
