@@ -52,6 +52,10 @@ func TestActionWhyNextRun(t *testing.T) {
 			return m
 		}, func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Resume(m, now) },
 			"resumed; the running attempt goes on, deadline " + now.Add(29*time.Minute).UTC().Format(time.RFC3339)},
+		{"success, on demand", `{}`, func(m refresh.Model) refresh.Model { return runningAttempt(t, m, "u1", 1, now.Add(-time.Minute)) },
+			func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Success(m, now) }, "succeeded; nothing planned"},
+		{"success, scheduled", hourly, func(m refresh.Model) refresh.Model { return runningAttempt(t, m, "u1", 1, now.Add(-time.Minute)) },
+			func(m refresh.Model) (refresh.Model, refresh.Decision) { return refresh.Success(m, now) }, "succeeded; next run " + next},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

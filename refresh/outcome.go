@@ -106,9 +106,9 @@ func success(m Model, unchanged bool, at, now time.Time) (Model, Decision) {
 		m.LastChangedAt = at
 	}
 	m.planScheduled(m.nextOrZero(now))
-	d.Why = "succeeded; next run " + ts(m.RefreshAt)
+	d.Why = "succeeded; " + nextRunWhy(m.RefreshAt)
 	if unchanged {
-		d.Why = "succeeded, data unchanged (last_changed_at stays " + ts(m.LastChangedAt) + "); next run " + ts(m.RefreshAt)
+		d.Why = "succeeded, data unchanged (last_changed_at stays " + ts(m.LastChangedAt) + "); " + nextRunWhy(m.RefreshAt)
 	}
 	if restored, rd := FreshnessRestored(m, at); rd.Event != "" {
 		m, d.Also = restored, &rd
