@@ -267,6 +267,7 @@ func runBenchE2E(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	durationVar(fs, &run.Timeout, "timeout", bench.DefaultE2ETimeout, "give up this long after the due instant")
 	fs.StringVar(&run.Events, "events", "", "freshen serve --events (default all): e.g. -started,-succeeded; without started or succeeded the run is followed on serve's metrics")
 	fs.BoolVar(&run.FollowMetrics, "follow-metrics", false, "follow the run on serve's metrics (read every 20ms) rather than on the events stream, whatever --events")
+	fs.StringVar(&run.ServeDatabaseURL, "serve-database-url", "", "PostgreSQL URL freshen serve connects to instead of --database-url, e.g. a pooler in transaction mode in front of the same server; the run then works in a database of its own, created and dropped over --database-url")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: freshen bench e2e [flags]
 
@@ -278,7 +279,9 @@ in SQL). Prints cycles/s, the time to the first start, first outcome and the end
 CPU of serve, the worker, PostgreSQL and Redis (when they run on this machine), peak
 memory, and the transactions, statements and Redis commands per 1,000 cycles. Statements
 are counted when the server preloads pg_stat_statements (shared_preload_libraries).
-It works in a schema and under a Redis key prefix of its own.`)
+It works in a schema and under a Redis key prefix of its own; with --serve-database-url, in
+a database of its own (a pooler refuses the search_path a schema needs), which serve
+reaches through that URL and LISTENs on over --database-url.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -301,7 +304,11 @@ It works in a schema and under a Redis key prefix of its own.`)
 	case run.Events != "":
 		_, bad = parseEvents(run.Events)
 	}
-	return benchRun(ctx, "freshen bench e2e", cfg, bad, fmt.Sprintf(", worker concurrency %d", run.Concurrency), stdout, stderr,
+	more := fmt.Sprintf(", worker concurrency %d", run.Concurrency)
+	if run.ServeDatabaseURL != "" {
+		more += ", serve through --serve-database-url"
+	}
+	return benchRun(ctx, "freshen bench e2e", cfg, bad, more, stdout, stderr,
 		func(b *bench.Bench) error {
 			res, err := b.E2E(ctx, run)
 			if err == nil {

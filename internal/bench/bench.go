@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime"
 	"strings"
@@ -123,6 +124,7 @@ type Bench struct {
 	keys     keys
 	policy   string // Policy as stored
 	schemas  []string
+	dbs      []string // databases of the runs (see newDatabase)
 	quiet    *slog.Logger
 }
 
@@ -163,13 +165,19 @@ func New(ctx context.Context, cfg Config) (*Bench, error) {
 	return b, nil
 }
 
-// Close drops the schemas and Redis keys of the runs and closes the
-// connections.
+// Close drops the schemas, databases and Redis keys of the runs and closes
+// the connections.
 func (b *Bench) Close() {
 	ctx := context.Background()
 	for _, s := range b.schemas {
 		if _, err := b.admin.Exec(ctx, "DROP SCHEMA "+s+" CASCADE"); err != nil {
 			b.logf("drop schema %s: %v", s, err)
+		}
+	}
+	// FORCE: a pooler may still hold connections to the database.
+	for _, db := range b.dbs {
+		if _, err := b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+			b.logf("drop database %s: %v", db, err)
 		}
 	}
 	b.clearRedis(ctx)
@@ -263,6 +271,57 @@ func (b *Bench) newSchema(ctx context.Context, name string) (*pgxpool.Config, er
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// newDatabase creates and migrates a database for one run, over the
+// connection of Config.DatabaseURL, and returns the connection
+// configuration of a pool that works in it over Config.DatabaseURL, and
+// the URLs of that database through serveURL (e.g. a pooler in front of
+// the same server) and directly. A run works there rather than in a schema
+// of its own when its serve connects through a pooler, which refuses the
+// search_path a schema needs at connection.
+func (b *Bench) newDatabase(ctx context.Context, name, serveURL string) (cfg *pgxpool.Config, pooled, direct string, err error) {
+	db := "bench_" + name + "_" + suffix()
+	if pooled, err = databaseURL(serveURL, db); err != nil {
+		return nil, "", "", fmt.Errorf("serve database URL: %w", err)
+	}
+	if direct, err = databaseURL(b.cfg.DatabaseURL, db); err != nil {
+		return nil, "", "", fmt.Errorf("database URL: %w", err)
+	}
+	if cfg, err = pgxpool.ParseConfig(direct); err != nil {
+		return nil, "", "", fmt.Errorf("database URL: %w", err)
+	}
+	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		return nil, "", "", fmt.Errorf("create database: %w", err)
+	}
+	b.dbs = append(b.dbs, db)
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("connect to database: %w", err)
+	}
+	defer conn.Close(ctx)
+	if err := migrations.Migrate(ctx, conn); err != nil {
+		return nil, "", "", err
+	}
+	return cfg, pooled, direct, nil
+}
+
+// databaseURL returns the PostgreSQL URL (or keyword/value string) raw
+// with its database name replaced by db. Its errors do not quote raw,
+// which may hold a password.
+func databaseURL(raw, db string) (string, error) {
+	if _, err := pgx.ParseConfig(raw); err != nil {
+		return "", err // pgconn leaves the password out
+	}
+	if !strings.Contains(raw, "://") {
+		return raw + " dbname=" + db, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", errors.New("not a valid URL")
+	}
+	u.Path, u.RawPath = "/"+db, ""
+	return u.String(), nil
 }
 
 // schemaURL returns the URL of cfg's database with cfg's search_path, for

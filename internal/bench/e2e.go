@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,14 @@ type E2EConfig struct {
 	// carries started and succeeded, so that runs with and without them
 	// pay for the same reads.
 	FollowMetrics bool
+	// ServeDatabaseURL, if set, is where serve connects instead of
+	// Config.DatabaseURL: a pooler (e.g. PgBouncer in transaction mode) in
+	// front of the same server. The run then works in a database of its
+	// own rather than a schema (a pooler refuses the search_path a schema
+	// needs at connection), created, loaded, checked and dropped over
+	// Config.DatabaseURL; both URLs name it in place of their database,
+	// and serve LISTENs over Config.DatabaseURL (--listen-database-url).
+	ServeDatabaseURL string
 }
 
 func (c E2EConfig) withDefaults() (E2EConfig, error) {
@@ -148,9 +157,17 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 		return E2EResult{}, err
 	}
 	res := E2EResult{Models: cfg.Models, Concurrency: cfg.Concurrency, BatchSize: b.cfg.BatchSize, LoadBefore: LoadAverage(), Events: cfg.Events}
-	poolCfg, err := b.newSchema(ctx, "e2e")
+	var serveFlags []string
+	if cfg.Events != "" {
+		serveFlags = append(serveFlags, "--events", cfg.Events)
+	}
+	// counters reads the statistics of the run's database.
+	poolCfg, serveURL, counters, err := b.e2eDatabase(ctx, cfg, &serveFlags)
 	if err != nil {
 		return res, err
+	}
+	if counters != b.admin {
+		defer counters.Close(ctx)
 	}
 	b.clearRedis(ctx)
 
@@ -162,15 +179,11 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 	if err != nil {
 		res.CPU.RedisNote = err.Error()
 	}
-	view, why := statementsView(ctx, b.admin, poolCfg.ConnConfig.RuntimeParams["search_path"])
+	view, why := statementsView(ctx, counters, cmp.Or(poolCfg.ConnConfig.RuntimeParams["search_path"], "public"))
 	res.StatementsNote = why
 
 	b.logf("e2e: starting freshen serve and freshen bench worker (concurrency %d)", cfg.Concurrency)
-	var serveFlags []string
-	if cfg.Events != "" {
-		serveFlags = append(serveFlags, "--events", cfg.Events)
-	}
-	serve, err := b.startServe(ctx, poolCfg, serveFlags...)
+	serve, err := b.startServeURL(ctx, serveURL, serveFlags...)
 	if err != nil {
 		return res, err
 	}
@@ -211,11 +224,11 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 	if err := b.sample(ctx, &before, serve, worker, pgPID, redisPID, events); err != nil {
 		return res, err
 	}
-	if before.xacts, err = transactions(ctx, b.admin); err != nil {
+	if before.xacts, err = transactions(ctx, counters); err != nil {
 		return res, err
 	}
 	if view != "" {
-		if before.statements, err = statements(ctx, b.admin, view); err != nil {
+		if before.statements, err = statements(ctx, counters, view); err != nil {
 			return res, err
 		}
 	}
@@ -289,16 +302,21 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 	if err := serve.stop(); err != nil {
 		return res, err
 	}
-	// Serve's backends have exited, so their transactions are reported.
-	// The harness's own since the counts before: the two queries that took
-	// them.
-	xacts, err := transactions(ctx, b.admin)
+	// Serve's backends have exited (a pooler's are ended), so their
+	// transactions are reported. The harness's own since the counts
+	// before: the two queries that took them.
+	if counters != b.admin {
+		if err := b.endBackends(ctx, counters.Config().Database, counters.PgConn().PID()); err != nil {
+			return res, err
+		}
+	}
+	xacts, err := transactions(ctx, counters)
 	if err != nil {
 		return res, err
 	}
 	res.Transactions = xacts - before.xacts - 2
 	if view != "" {
-		n, err := statements(ctx, b.admin, view)
+		n, err := statements(ctx, counters, view)
 		if err != nil {
 			return res, err
 		}
@@ -319,6 +337,59 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// e2eDatabase makes the database or schema of a run of cfg and returns the
+// configuration of a pool that works in it directly, the URL serve is to
+// connect to, and a connection to read the run's database statistics on:
+// b.admin when the run has a schema, else one to its database, for the
+// caller to close. It adds to serveFlags those the database asks for.
+func (b *Bench) e2eDatabase(ctx context.Context, cfg E2EConfig, serveFlags *[]string) (*pgxpool.Config, string, *pgx.Conn, error) {
+	if cfg.ServeDatabaseURL == "" {
+		poolCfg, err := b.newSchema(ctx, "e2e")
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return poolCfg, schemaURL(poolCfg), b.admin, nil
+	}
+	poolCfg, pooled, direct, err := b.newDatabase(ctx, "e2e", cfg.ServeDatabaseURL)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	b.logf("e2e: freshen serve connects through the serve database URL; the run works in database %s", poolCfg.ConnConfig.Database)
+	*serveFlags = append(*serveFlags, "--listen-database-url", direct)
+	conn, err := pgx.ConnectConfig(ctx, poolCfg.ConnConfig)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return poolCfg, pooled, conn, nil
+}
+
+// endBackends ends the backends connected to database db but keep, which
+// a pooler holds once its clients have gone, and waits until they have
+// exited and so reported their transactions. It works over b.admin,
+// connected to another database, so that its queries are not db's.
+func (b *Bench) endBackends(ctx context.Context, db string, keep uint32) error {
+	timeout := b.clock.After(stopTimeout)
+	for {
+		var n int
+		// FILTER: terminate only once WHERE has kept the row.
+		err := b.admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = $1 AND pid <> $2`, db, int64(keep)).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("end the pooler's connections: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-timeout:
+			return fmt.Errorf("%d connections to database %s still open %s after they were ended", n, db, stopTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.clock.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // loadAndNotify loads n models due at t0, on connections it closes

@@ -87,6 +87,11 @@ func (c *child) stop() error {
 // prefix of b, with the extra flags given, and waits until it answers
 // /healthz.
 func (b *Bench) startServe(ctx context.Context, cfg *pgxpool.Config, extra ...string) (*child, error) {
+	return b.startServeURL(ctx, schemaURL(cfg), extra...)
+}
+
+// startServeURL is startServe on the database of databaseURL.
+func (b *Bench) startServeURL(ctx context.Context, databaseURL string, extra ...string) (*child, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -95,7 +100,7 @@ func (b *Bench) startServe(ctx context.Context, cfg *pgxpool.Config, extra ...st
 	l.Close()
 	c := &child{
 		name: "freshen serve",
-		cmd: exec.Command(b.cfg.Executable, append([]string{"serve", "--database-url", schemaURL(cfg), "--redis-url", b.cfg.RedisURL,
+		cmd: exec.Command(b.cfg.Executable, append([]string{"serve", "--database-url", databaseURL, "--redis-url", b.cfg.RedisURL,
 			"--redis-prefix", b.prefix, "--addr", addr, "--instance-id", "bench-serve",
 			"--batch-size", strconv.Itoa(b.cfg.BatchSize), "--log-level", "warn"}, extra...)...),
 		out:   &output{},
