@@ -687,6 +687,26 @@ func TestE2EBench(t *testing.T) {
 		require.Contains(t, result, " n=200 ", "RESULT line: %q", result)
 	})
 
+	// The same through PgBouncer in transaction mode, in a database of its
+	// own, dropped at the end.
+	t.Run("e2e pooled", func(t *testing.T) {
+		t.Parallel()
+		pooled := os.Getenv("POOLED_DATABASE_URL")
+		if pooled == "" {
+			t.Skip("POOLED_DATABASE_URL is not set; run under scripts/with-servers.sh with pgbouncer installed")
+		}
+		out := runBenchCommand(t, "e2e", "-n", "200", "--concurrency", "16", "--serve-database-url", pooled)
+		require.Contains(t, out, "serve through --serve-database-url")
+		require.Contains(t, out, "checked in SQL")
+		require.Regexp(t, `(?m)^RESULT .* n=200 `, out)
+		db, err := pgxpool.New(t.Context(), os.Getenv("DATABASE_URL"))
+		require.NoError(t, err)
+		defer db.Close()
+		var left int
+		require.NoError(t, db.QueryRow(t.Context(), `SELECT count(*) FROM pg_database WHERE datname LIKE 'bench\_e2e\_%'`).Scan(&left))
+		require.Zero(t, left, "databases of bench e2e left after it exited")
+	})
+
 	// soak exits with an error if its SQL check finds a due start missing
 	// or doubled, or anything stuck; the figures are printed, not judged.
 	t.Run("soak", func(t *testing.T) {

@@ -99,6 +99,31 @@ func TestSchemaURL(t *testing.T) {
 	}
 }
 
+func TestDatabaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		url, want string
+	}{
+		{"postgres://u@h:6432/freshen?sslmode=disable", "postgres://u@h:6432/run1?sslmode=disable"},
+		{"postgres://u:secret@h/freshen", "postgres://u:secret@h/run1"},
+		{"postgres://u@h", "postgres://u@h/run1"},
+		{"host=h dbname=freshen", "host=h dbname=freshen dbname=run1"},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			t.Parallel()
+			got, err := databaseURL(tc.url, "run1")
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			cfg, err := pgxpool.ParseConfig(got)
+			require.NoError(t, err)
+			require.Equal(t, "run1", cfg.ConnConfig.Database)
+		})
+	}
+	_, err := databaseURL("postgres://u:secret@h:port/db", "run1")
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "secret")
+}
+
 func TestRunWorkerErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
