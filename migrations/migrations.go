@@ -38,75 +38,88 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 // holds no session state. Each migration is applied in a transaction of
 // its own, which first takes a transaction-level advisory lock
 // (pg_advisory_xact_lock) and reads the version under it, so concurrent
-// callers wait for each other and never apply a migration twice. A caller
-// asks for the lock again in the round trip that commits its migration,
-// so it is in the lock's queue before anyone that has not seen that
-// migration, and a caller that finds the version moved since it last read
-// it lets the one applying go on (it commits and waits for the lock
-// again): one caller applies them all and the others find nothing to do.
-// A caller killed in the middle leaves no lock held: its transaction ends
-// with its connection.
+// callers wait for each other and never apply a migration twice.
+//
+// One caller applies them all and the others find nothing to do: the
+// caller applying asks for the lock again with a query of its own text
+// (applyingSQL), and a caller that gets the lock while a server session
+// of the same database runs that text (pg_stat_activity) commits and
+// waits for the lock again. Between its transactions the caller applying
+// holds no lock, but its session shows that text from before its commit
+// until it holds the lock again, so that no order in which the lock is
+// granted lets another caller start applying. A caller killed in the
+// middle leaves no lock held (its transaction ends with its connection)
+// and no such session, so the next caller to get the lock goes on.
 func Apply(ctx context.Context, conn *pgx.Conn) (int, error) {
 	table, ms, err := load(ctx, conn)
 	if err != nil {
 		return 0, err
 	}
-	seen, err := version(ctx, conn, table)
-	if err != nil {
-		return 0, err
-	}
+	return run(ctx, conn, table, ms)
+}
+
+// applyingSQL is the text that marks the caller applying migrations to
+// table while it waits for the lock.
+func applyingSQL(begin string) string {
+	return "-- freshen migrate: applying\nCOMMIT; " + begin
+}
+
+// run applies the migrations of ms missing from table, as Apply says.
+func run(ctx context.Context, conn *pgx.Conn, table string, ms []*migrate.Migration) (int, error) {
 	// A string of statements runs in the simple protocol, whatever the
-	// exec mode, in one round trip.
+	// exec mode, in one round trip: the caller is in the lock's queue
+	// in the round trip that commits.
 	begin := `BEGIN; ` + lockSQL + `;
 		CREATE TABLE IF NOT EXISTS ` + table + ` (version int4 NOT NULL);
 		INSERT INTO ` + table + ` (version) SELECT 0 WHERE NOT EXISTS (SELECT FROM ` + table + `)`
+	applying := applyingSQL(begin)
+	next := begin
 	applied := 0
 	for {
-		_, err := conn.Exec(ctx, begin)
-		begin = `COMMIT; ` + begin
+		_, err := conn.Exec(ctx, next)
 		var v int32
+		var other bool
 		if err == nil {
-			err = conn.QueryRow(ctx, `SELECT version FROM `+table).Scan(&v)
+			err = conn.QueryRow(ctx, `SELECT (SELECT version FROM `+table+`),
+				EXISTS (SELECT FROM pg_stat_activity
+					WHERE pid <> pg_backend_pid() AND datname = current_database() AND query = $1)`,
+				applying).Scan(&v, &other)
 		}
-		did := false
-		if err == nil {
-			did, err = apply(ctx, conn, table, ms, v, seen)
+		switch {
+		case err != nil:
+		case v < 0 || v > int32(len(ms)):
+			err = fmt.Errorf("migrate: the schema is at version %d, which this build does not know (it knows 0 to %d)", v, len(ms))
+		case v == int32(len(ms)):
+			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+				return applied, fmt.Errorf("migrate: commit: %w", err)
+			}
+			return applied, nil
+		case other:
+			// Another caller applies: let it go on.
+			next = `COMMIT; ` + begin
+			continue
+		default:
+			if err = apply(ctx, conn, table, ms[v], v+1); err == nil {
+				applied++
+				next = applying
+			}
 		}
 		if err != nil {
 			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 			return applied, err
 		}
-		if did {
-			applied++
-			v++
-		}
-		if v == int32(len(ms)) {
-			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-				return applied, fmt.Errorf("migrate: commit: %w", err)
-			}
-			return applied, nil
-		}
-		seen = v
 	}
 }
 
-// apply applies the migration after version v in the open transaction,
-// unless v is the latest version or not seen, and reports whether it did.
-func apply(ctx context.Context, conn *pgx.Conn, table string, ms []*migrate.Migration, v, seen int32) (bool, error) {
-	switch {
-	case v < 0 || v > int32(len(ms)):
-		return false, fmt.Errorf("migrate: the schema is at version %d, which this build does not know (it knows 0 to %d)", v, len(ms))
-	case v == int32(len(ms)), v != seen:
-		return false, nil
-	}
-	m := ms[v]
+// apply applies m in the open transaction and records version v.
+func apply(ctx context.Context, conn *pgx.Conn, table string, m *migrate.Migration, v int32) error {
 	if _, err := conn.Exec(ctx, m.UpSQL); err != nil {
-		return false, fmt.Errorf("migrate: %s: %w", m.Name, err)
+		return fmt.Errorf("migrate: %s: %w", m.Name, err)
 	}
-	if _, err := conn.Exec(ctx, `UPDATE `+table+` SET version = $1`, v+1); err != nil {
-		return false, fmt.Errorf("migrate: %s: record version: %w", m.Name, err)
+	if _, err := conn.Exec(ctx, `UPDATE `+table+` SET version = $1`, v); err != nil {
+		return fmt.Errorf("migrate: %s: record version: %w", m.Name, err)
 	}
-	return true, nil
+	return nil
 }
 
 // Version returns the version conn's current schema is at (0 before any

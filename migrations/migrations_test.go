@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -95,6 +96,8 @@ func TestMigrateTwice(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM models").Scan(&n))
 }
 
+// Four callers at once: one applies every migration, the others wait
+// and find nothing to do.
 func TestMigrateConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -105,9 +108,10 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 
 	var wg sync.WaitGroup
+	applied := make([]int, len(conns))
 	errs := make([]error, len(conns))
 	for i, conn := range conns {
-		wg.Go(func() { errs[i] = migrations.Migrate(ctx, conn) })
+		wg.Go(func() { applied[i], errs[i] = migrations.Apply(ctx, conn) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -117,9 +121,90 @@ func TestMigrateConcurrently(t *testing.T) {
 	current, latest, err := migrations.Version(ctx, conns[0])
 	require.NoError(t, err)
 	require.Equal(t, latest, current)
+	appliers := 0
+	for _, n := range applied {
+		if n != 0 {
+			require.Equal(t, int(latest), n, "migrations applied by each caller: %v", applied)
+			appliers++
+		}
+	}
+	require.Equal(t, 1, appliers, "migrations applied by each caller: %v", applied)
 	var rows int
 	require.NoError(t, conns[0].QueryRow(ctx, "SELECT count(*) FROM schema_version").Scan(&rows))
 	require.Equal(t, 1, rows)
+}
+
+// A caller cancelled while it applies a migration leaves it and the
+// ones after it to a caller waiting for the lock, which does not wait
+// for the cancelled one.
+func TestMigrateTakesOverFromCancelled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := schemaConfig(t)
+	watch := connect(t, cfg)
+	_, err := watch.Exec(ctx, "CREATE TABLE blocker (n int)")
+	require.NoError(t, err)
+	holder := connect(t, cfg)
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "LOCK TABLE blocker")
+	require.NoError(t, err)
+
+	ms := []*migrate.Migration{
+		{Name: "001_a", UpSQL: "CREATE TABLE a (n int)"},
+		{Name: "002_b", UpSQL: "INSERT INTO blocker VALUES (1); CREATE TABLE b (n int)"},
+		{Name: "003_c", UpSQL: "CREATE TABLE c (n int)"},
+	}
+	type result struct {
+		applied int
+		err     error
+	}
+	// waiting says whether session pid waits for a lock of the kind.
+	waiting := func(pid uint32, kind string) func() bool {
+		return func() bool {
+			var n int
+			require.NoError(t, watch.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+				WHERE pid = $1 AND NOT granted AND locktype = $2`, pid, kind).Scan(&n))
+			return n > 0
+		}
+	}
+
+	first := connect(t, cfg)
+	firstCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	firstDone := make(chan result, 1)
+	go func() {
+		n, err := migrations.ApplyThese(firstCtx, first, ms)
+		firstDone <- result{n, err}
+	}()
+	// The first caller applied 001 and waits for the table in 002.
+	require.Eventually(t, waiting(first.PgConn().PID(), "relation"), 10*time.Second, 10*time.Millisecond)
+
+	second := connect(t, cfg)
+	secondCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	secondDone := make(chan result, 1)
+	go func() {
+		n, err := migrations.ApplyThese(secondCtx, second, ms)
+		secondDone <- result{n, err}
+	}()
+	// The second waits for the migration lock.
+	require.Eventually(t, waiting(second.PgConn().PID(), "advisory"), 10*time.Second, 10*time.Millisecond)
+
+	cancel()
+	r := <-firstDone
+	require.Error(t, r.err)
+	require.Equal(t, 1, r.applied)
+
+	require.NoError(t, tx.Rollback(ctx))
+	r = <-secondDone
+	require.NoError(t, r.err)
+	require.Equal(t, 2, r.applied)
+	var v int
+	require.NoError(t, watch.QueryRow(ctx, "SELECT version FROM schema_version").Scan(&v))
+	require.Equal(t, 3, v)
+	require.Equal(t, []string{"a", "b", "blocker", "c", "schema_version"}, tables(t, watch))
 }
 
 func TestPartialIndexServesDueQuery(t *testing.T) {

@@ -108,6 +108,7 @@ func TestE2EPooledConcurrentMigrate(t *testing.T) {
 		}
 		t.Logf("%d of %d runs applied migrations: %q", appliers, len(outs), outs)
 		require.Equal(t, latest, applied, "each migration applied once")
+		require.Equal(t, 1, appliers, "one run applies, the others find nothing to do: %q", outs)
 		require.Equal(t, latest, e.count(`SELECT version FROM schema_version`))
 		require.Zero(t, e.count(`SELECT count(*) FROM pg_locks
 			WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`),
