@@ -143,11 +143,14 @@ class Script {
     this.sha = createHash("sha1").update(src).digest("hex");
   }
   async run(r: Redis, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
+    // ioredis has a Buffer variant of every command, untyped for these;
+    // callBuffer would do but is sent wrongly under auto-pipelining.
+    const c = r as unknown as Record<"evalshaBuffer" | "evalBuffer", (...a: Array<string | number | Buffer>) => Promise<unknown>>;
     try {
-      return await r.callBuffer("evalsha", this.sha, keys.length, ...keys, ...args);
+      return await c.evalshaBuffer(this.sha, keys.length, ...keys, ...args);
     } catch (e) {
       if (!String((e as Error).message).startsWith("NOSCRIPT")) throw e;
-      return await r.callBuffer("eval", this.src, keys.length, ...keys, ...args);
+      return await c.evalBuffer(this.src, keys.length, ...keys, ...args);
     }
   }
 }
@@ -188,8 +191,9 @@ function defaultId(): string {
 
 // Options for the connections the worker makes: a command is never sent
 // again on its own (WIRE.md, "Failover"): a take whose reply was lost
-// would run twice.
-const connectionOptions = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 };
+// would run twice. The commands issued in one turn of the event loop (a
+// take, an acknowledgement, a revocation check) go in one write.
+const connectionOptions = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1, enableAutoPipelining: true };
 
 export class Worker {
   readonly id: string;
