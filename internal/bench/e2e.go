@@ -162,7 +162,7 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 		serveFlags = append(serveFlags, "--events", cfg.Events)
 	}
 	// counters reads the statistics of the run's database.
-	poolCfg, serveURL, counters, err := b.e2eDatabase(ctx, cfg, &serveFlags)
+	poolCfg, urls, counters, err := b.e2eDatabase(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
@@ -183,7 +183,7 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 	res.StatementsNote = why
 
 	b.logf("e2e: starting freshen serve and freshen bench worker (concurrency %d)", cfg.Concurrency)
-	serve, err := b.startServeURL(ctx, serveURL, serveFlags...)
+	serve, err := b.startServeURL(ctx, urls, serveFlags...)
 	if err != nil {
 		return res, err
 	}
@@ -343,26 +343,26 @@ func (b *Bench) E2E(ctx context.Context, cfg E2EConfig) (E2EResult, error) {
 // configuration of a pool that works in it directly, the URL serve is to
 // connect to, and a connection to read the run's database statistics on:
 // b.admin when the run has a schema, else one to its database, for the
-// caller to close. It adds to serveFlags those the database asks for.
-func (b *Bench) e2eDatabase(ctx context.Context, cfg E2EConfig, serveFlags *[]string) (*pgxpool.Config, string, *pgx.Conn, error) {
+// caller to close.
+func (b *Bench) e2eDatabase(ctx context.Context, cfg E2EConfig) (*pgxpool.Config, serveURLs, *pgx.Conn, error) {
 	if cfg.ServeDatabaseURL == "" {
 		poolCfg, err := b.newSchema(ctx, "e2e")
 		if err != nil {
-			return nil, "", nil, err
+			return nil, serveURLs{}, nil, err
 		}
-		return poolCfg, schemaURL(poolCfg), b.admin, nil
+		return poolCfg, serveURLs{database: schemaURL(poolCfg)}, b.admin, nil
 	}
 	poolCfg, pooled, direct, err := b.newDatabase(ctx, "e2e", cfg.ServeDatabaseURL)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, serveURLs{}, nil, err
 	}
 	b.logf("e2e: freshen serve connects through the serve database URL; the run works in database %s", poolCfg.ConnConfig.Database)
-	*serveFlags = append(*serveFlags, "--listen-database-url", direct)
+	urls := serveURLs{database: pooled, listen: direct}
 	conn, err := pgx.ConnectConfig(ctx, poolCfg.ConnConfig)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("connect to database: %w", err)
+		return nil, serveURLs{}, nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return poolCfg, pooled, conn, nil
+	return poolCfg, urls, conn, nil
 }
 
 // endBackends ends the backends connected to database db but keep, which

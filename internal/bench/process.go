@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -87,11 +88,18 @@ func (c *child) stop() error {
 // prefix of b, with the extra flags given, and waits until it answers
 // /healthz.
 func (b *Bench) startServe(ctx context.Context, cfg *pgxpool.Config, extra ...string) (*child, error) {
-	return b.startServeURL(ctx, schemaURL(cfg), extra...)
+	return b.startServeURL(ctx, serveURLs{database: schemaURL(cfg)}, extra...)
 }
 
-// startServeURL is startServe on the database of databaseURL.
-func (b *Bench) startServeURL(ctx context.Context, databaseURL string, extra ...string) (*child, error) {
+// serveURLs are the database URLs a freshen serve of the harness gets:
+// listen is its --listen-database-url ("" for none).
+type serveURLs struct {
+	database, listen string
+}
+
+// startServeURL is startServe on the databases of urls. The URLs reach
+// serve in its environment, never on its command line.
+func (b *Bench) startServeURL(ctx context.Context, urls serveURLs, extra ...string) (*child, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -100,13 +108,15 @@ func (b *Bench) startServeURL(ctx context.Context, databaseURL string, extra ...
 	l.Close()
 	c := &child{
 		name: "freshen serve",
-		cmd: exec.Command(b.cfg.Executable, append([]string{"serve", "--database-url", databaseURL, "--redis-url", b.cfg.RedisURL,
+		cmd: exec.Command(b.cfg.Executable, append([]string{"serve",
 			"--redis-prefix", b.prefix, "--addr", addr, "--instance-id", "bench-serve",
 			"--batch-size", strconv.Itoa(b.cfg.BatchSize), "--log-level", "warn"}, extra...)...),
 		out:   &output{},
 		clock: b.clock,
 		addr:  addr,
 	}
+	c.cmd.Env = childEnv("FRESHEN_DATABASE_URL", urls.database, "FRESHEN_REDIS_URL", b.cfg.RedisURL,
+		"FRESHEN_LISTEN_DATABASE_URL", urls.listen)
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.start(); err != nil {
 		return nil, err
@@ -145,12 +155,13 @@ func (b *Bench) startWorker(ctx context.Context, concurrency int) (*child, error
 func (b *Bench) startWorkerWith(ctx context.Context, concurrency int, line func(string), extra ...string) (*child, error) {
 	c := &child{
 		name: "freshen bench worker",
-		cmd: exec.Command(b.cfg.Executable, append([]string{"bench", "worker", "--redis-url", b.cfg.RedisURL,
+		cmd: exec.Command(b.cfg.Executable, append([]string{"bench", "worker",
 			"--redis-prefix", b.prefix, "--queue", Queue, "--concurrency", strconv.Itoa(concurrency),
 			"--id", "bench-worker"}, extra...)...),
 		out:   &output{watch: WorkerReady + "\n", seen: make(chan struct{}), line: line},
 		clock: b.clock,
 	}
+	c.cmd.Env = childEnv("FRESHEN_REDIS_URL", b.cfg.RedisURL)
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.start(); err != nil {
 		return nil, err
@@ -167,6 +178,30 @@ func (b *Bench) startWorkerWith(ctx context.Context, concurrency int, line func(
 		c.kill()
 		return nil, ctx.Err()
 	}
+}
+
+// childEnv returns the harness's environment for a child, with each key of
+// kv (key, value, key, value...) set to its value, or left out where the
+// value is "": secrets such as database URLs go to children this way, never
+// on their command lines. DATABASE_URL and REDIS_URL are left out too, so
+// that only the URLs given here are read.
+func childEnv(kv ...string) []string {
+	set := map[string]bool{"DATABASE_URL": true, "REDIS_URL": true}
+	for i := 0; i < len(kv); i += 2 {
+		set[kv[i]] = true
+	}
+	var env []string
+	for _, e := range os.Environ() {
+		if k, _, _ := strings.Cut(e, "="); !set[k] {
+			env = append(env, e)
+		}
+	}
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			env = append(env, kv[i]+"="+kv[i+1])
+		}
+	}
+	return env
 }
 
 // output is a buffer safe for concurrent writers, for a child's output.
