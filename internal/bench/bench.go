@@ -155,6 +155,12 @@ func New(ctx context.Context, cfg Config) (*Bench, error) {
 		return nil, fmt.Errorf("redis URL: %w", err)
 	}
 	b.redisOpt.MaxRetries = -1 // as queue.NewClient
+	// The harness pushes up to 90 MB in one command (the hostile bench's
+	// large outcomes): on a busy machine that takes longer than go-redis's
+	// 3s default.
+	if b.redisOpt.ReadTimeout == 0 && b.redisOpt.WriteTimeout == 0 {
+		b.redisOpt.ReadTimeout, b.redisOpt.WriteTimeout = 30*time.Second, 30*time.Second
+	}
 	b.rdb = redis.NewClient(b.redisOpt)
 	if err := b.rdb.Ping(ctx).Err(); err != nil {
 		b.Close()
