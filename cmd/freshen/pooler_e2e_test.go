@@ -73,9 +73,9 @@ func TestE2EPooled(t *testing.T) {
 	runPooled(t, "StalledInstance", TestE2EStalledInstance)
 }
 
-// Four freshen migrate at once through the pooler: all succeed, each
-// migration is applied once (the versions each run says it migrated add
-// up to the latest), and no advisory lock is left held.
+// Four freshen migrate at once through the pooler: all succeed, one
+// applies every migration and the others say the schema is up to date,
+// and no advisory lock is left held.
 func TestE2EPooledConcurrentMigrate(t *testing.T) {
 	t.Parallel()
 	poolerURL(t)
