@@ -186,6 +186,9 @@ function kindOf(v: unknown): string {
   return { string: "a string", object: "an object", boolean: "a boolean" }[typeof v as string] ?? "a number";
 }
 
+// The string fields of a job, checked in this order.
+const jobStrings = ["model_id", "attempt_uid", "queue", "started_at", "deadline_at"];
+
 /** The job raw, or the reason (a string) it breaks a rule of the wire format. */
 export function decodeJob(raw: Buffer, lim: Limits = defaultLimits): Job | string {
   if (raw.length > lim.maxBytes) return `too large: must be at most ${lim.maxBytes} bytes, got ${raw.length}`;
@@ -198,37 +201,42 @@ export function decodeJob(raw: Buffer, lim: Limits = defaultLimits): Job | strin
   if (typeof obj !== "object" || obj === null || Array.isArray(obj)) return "must be a JSON object, got " + kindOf(obj);
   const valid = validUtf8(raw);
   const seen = new Set<string>();
-  const rawValue: Record<string, string> = {};
+  // The values as written, for the refusals; kept as slices of raw and
+  // decoded only when one is refused.
+  const rawValue: Record<string, Buffer> = {};
   for (const m of members(raw)) {
     if (!valid && !validUtf8(m.name)) return "field name: must be valid UTF-8";
-    const name = JSON.parse(m.name.toString("utf8")) as string;
+    const name = m.name.includes(0x5c) ? (JSON.parse(m.name.toString("utf8")) as string) : m.name.toString("utf8", 1, m.name.length - 1);
     const reason = textReason(name);
     if (reason) return `field name ${short(m.name.toString("utf8"))}: ${reason}`;
     if (!valid && !validUtf8(m.value)) return `${fieldName(name)}: must be valid UTF-8`;
     if (seen.has(name)) return `${fieldName(name)}: duplicate field`;
     seen.add(name);
-    rawValue[name] = m.value.toString("utf8");
+    rawValue[name] = m.value;
   }
+  const written = (name: string) => short(rawValue[name].toString("utf8"));
   const o = obj as Record<string, unknown>;
   const job: Job = { modelId: "", attemptUid: "", attemptNo: 0, queue: "", payload: o.payload ?? null };
-  const strings: Array<[string, (s: string) => string]> = [
-    ["model_id", (s) => ((job.modelId = s), "")],
-    ["attempt_uid", (s) => ((job.attemptUid = s), "")],
-    ["queue", (s) => ((job.queue = s), "")],
-    ["started_at", (s) => ((job.startedAt = parseTime(s)) ? "" : "time")],
-    ["deadline_at", (s) => ((job.deadlineAt = parseTime(s)) ? "" : "time")],
-  ];
-  for (const [name, set] of strings) {
+  for (const name of jobStrings) {
     const v = o[name];
     if (v == null) continue;
-    if (typeof v !== "string") return `${name}: must be a string, got ${short(rawValue[name])}`;
+    if (typeof v !== "string") return `${name}: must be a string, got ${written(name)}`;
     const reason = textReason(v);
     if (reason) return `${name}: ${reason}`;
-    if (set(v)) return `${name}: must be an RFC 3339 time, got ${short(rawValue[name])}`;
+    if (name === "model_id") job.modelId = v;
+    else if (name === "attempt_uid") job.attemptUid = v;
+    else if (name === "queue") job.queue = v;
+    else {
+      const t = parseTime(v);
+      if (!t) return `${name}: must be an RFC 3339 time, got ${written(name)}`;
+      if (name === "started_at") job.startedAt = t;
+      else job.deadlineAt = t;
+    }
   }
   if (o.attempt_no != null) {
-    if (!/^-?\d+$/.test(rawValue.attempt_no)) return `attempt_no: must be an integer, got ${short(rawValue.attempt_no)}`;
-    job.attemptNo = Number(rawValue.attempt_no);
+    const v = rawValue.attempt_no.toString("latin1");
+    if (!/^-?\d+$/.test(v)) return `attempt_no: must be an integer, got ${written("attempt_no")}`;
+    job.attemptNo = Number(v);
   }
   for (const [name, v] of [["model_id", job.modelId], ["attempt_uid", job.attemptUid]]) {
     if (v === "") return `${name}: missing`;
