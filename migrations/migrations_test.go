@@ -160,37 +160,33 @@ func TestMigrateTakesOverFromCancelled(t *testing.T) {
 		applied int
 		err     error
 	}
-	// waiting says whether session pid waits for a lock of the kind.
-	waiting := func(pid uint32, kind string) func() bool {
-		return func() bool {
+	// start runs a caller on a connection of its own, which it returns
+	// with the channel of its result, and waits until the caller waits for
+	// a lock of the kind.
+	start := func(runCtx context.Context, kind string) chan result {
+		conn := connect(t, cfg)
+		done := make(chan result, 1)
+		go func() {
+			n, err := migrations.ApplyThese(runCtx, conn, ms)
+			done <- result{n, err}
+		}()
+		require.Eventually(t, func() bool {
 			var n int
 			require.NoError(t, watch.QueryRow(ctx, `SELECT count(*) FROM pg_locks
-				WHERE pid = $1 AND NOT granted AND locktype = $2`, pid, kind).Scan(&n))
+				WHERE pid = $1 AND NOT granted AND locktype = $2`, conn.PgConn().PID(), kind).Scan(&n))
 			return n > 0
-		}
+		}, 10*time.Second, 10*time.Millisecond)
+		return done
 	}
 
-	first := connect(t, cfg)
+	// The first caller applies 001 and waits for the table in 002; the
+	// second waits for the migration lock.
 	firstCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	firstDone := make(chan result, 1)
-	go func() {
-		n, err := migrations.ApplyThese(firstCtx, first, ms)
-		firstDone <- result{n, err}
-	}()
-	// The first caller applied 001 and waits for the table in 002.
-	require.Eventually(t, waiting(first.PgConn().PID(), "relation"), 10*time.Second, 10*time.Millisecond)
-
-	second := connect(t, cfg)
+	firstDone := start(firstCtx, "relation")
 	secondCtx, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
-	secondDone := make(chan result, 1)
-	go func() {
-		n, err := migrations.ApplyThese(secondCtx, second, ms)
-		secondDone <- result{n, err}
-	}()
-	// The second waits for the migration lock.
-	require.Eventually(t, waiting(second.PgConn().PID(), "advisory"), 10*time.Second, 10*time.Millisecond)
+	secondDone := start(secondCtx, "advisory")
 
 	cancel()
 	r := <-firstDone
