@@ -116,6 +116,58 @@ func TestE2EPooledConcurrentMigrate(t *testing.T) {
 	})
 }
 
+// A freshen migrate killed (SIGKILL) through the pooler while it applies
+// the second migration leaves it and the rest to a run that was waiting,
+// which applies them all: the test creates the table of migration 002 in
+// a transaction it keeps open, so the first run waits in 002.
+func TestE2EPooledMigrateKilled(t *testing.T) {
+	t.Parallel()
+	poolerURL(t)
+	runPooled(t, "run", func(t *testing.T) {
+		e := newUnmigratedEnv(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		tx, err := e.db.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(context.Background()) }()
+		_, err = tx.Exec(ctx, `CREATE TABLE attempts (n int)`)
+		require.NoError(t, err)
+		// waiting says whether a session of the database waits for a lock
+		// of the kind.
+		waiting := func(kind string) func() bool {
+			return func() bool {
+				return e.count(`SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = $1
+					AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database())`, kind) > 0
+			}
+		}
+
+		first := exec.CommandContext(ctx, e.bin, "migrate", "--database-url", e.dbURL)
+		require.NoError(t, first.Start())
+		require.Eventually(t, waiting("transactionid"), 30*time.Second, 10*time.Millisecond)
+		require.Equal(t, 1, e.count(`SELECT version FROM schema_version`))
+
+		var out []byte
+		done := make(chan error, 1)
+		second := exec.CommandContext(ctx, e.bin, "migrate", "--database-url", e.dbURL)
+		go func() {
+			var err error
+			out, err = second.CombinedOutput()
+			done <- err
+		}()
+		require.Eventually(t, waiting("advisory"), 30*time.Second, 10*time.Millisecond)
+
+		require.NoError(t, first.Process.Kill())
+		require.Error(t, first.Wait())
+		require.NoError(t, tx.Rollback(ctx))
+		require.NoError(t, <-done, string(out))
+		require.Equal(t, "schema at version 12, migrated from version 1\n", string(out))
+		require.Equal(t, 12, e.count(`SELECT version FROM schema_version`))
+		require.Zero(t, e.count(`SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`),
+			"advisory locks left held")
+	})
+}
+
 // With --listen-database-url a direct connection, a model made due
 // through another client starts within a second, by notification (the
 // scheduler would otherwise sleep for a minute). Without it, serve says
