@@ -143,8 +143,7 @@ class Script {
     this.sha = createHash("sha1").update(src).digest("hex");
   }
   async run(r: Redis, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
-    // ioredis has a Buffer variant of every command, untyped for these;
-    // callBuffer would do but is sent wrongly under auto-pipelining.
+    // ioredis has a Buffer variant of every command, untyped for these.
     const c = r as unknown as Record<"evalshaBuffer" | "evalBuffer", (...a: Array<string | number | Buffer>) => Promise<unknown>>;
     try {
       return await c.evalshaBuffer(this.sha, keys.length, ...keys, ...args);
@@ -191,9 +190,8 @@ function defaultId(): string {
 
 // Options for the connections the worker makes: a command is never sent
 // again on its own (WIRE.md, "Failover"): a take whose reply was lost
-// would run twice. The commands issued in one turn of the event loop (a
-// take, an acknowledgement, a revocation check) go in one write.
-const connectionOptions = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1, enableAutoPipelining: true };
+// would run twice.
+const connectionOptions = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 };
 
 export class Worker {
   readonly id: string;
@@ -212,6 +210,9 @@ export class Worker {
   private readonly running = new Set<Promise<void>>();
   private done: Array<[Task, string | undefined]> = [];
   private posting: Promise<void> | undefined;
+  // True while the fetch loop will take again without waiting on Redis: the
+  // outcomes that come meanwhile go with that take, in one write.
+  private carrying = false;
   private free: number;
   private takes = 0; // odd while a take is under way
   private stopping = false;
@@ -282,8 +283,10 @@ export class Worker {
     })();
     const watch = setInterval(() => void this.watch(), 100);
     try {
+      this.carrying = true;
       await this.fetchLoop();
     } finally {
+      this.carry(false);
       while (this.running.size > 0) await Promise.allSettled([...this.running]);
       await this.flush();
       closed = true;
@@ -324,11 +327,15 @@ export class Worker {
       const raws: Buffer[] = [];
       let failed = false;
       try {
-        // While jobs wait, one script moves up to n of them; when none
-        // does, BLMOVE waits for the first, and the script takes more.
-        raws.push(...((await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n, 8 * this.lim.maxBytes])) as Buffer[]));
+        // While jobs wait, one script moves up to n of them (sent with the
+        // outcomes waiting to be posted); when none does, BLMOVE waits for
+        // the first, and the script takes more.
+        const acks = this.posting ? [] : this.done.splice(0, MAX_BATCH);
+        raws.push(...(acks.length > 0 ? await this.postAndTake(acks, n) : ((await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n, 8 * this.lim.maxBytes])) as Buffer[])));
         if (raws.length === 0) {
+          this.carry(false);
           const raw = await this.blocking.blmoveBuffer(this.keys.jobs, this.keys.working, "RIGHT", "LEFT", this.blockMs / 1000);
+          this.carrying = true;
           if (raw) {
             raws.push(raw);
             if (n > 1) raws.push(...((await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n - 1, 8 * this.lim.maxBytes])) as Buffer[]));
@@ -351,10 +358,18 @@ export class Worker {
       }
       await this.start(tasks);
       if (failed) {
+        this.carry(false);
         await this.reconcile();
         await this.sleepUnlessClosed(this.blockMs, () => this.stopping);
+        this.carrying = true;
       }
     }
+  }
+
+  /** Sets whether the fetch loop carries the outcomes; when it stops, the post loop posts those waiting. */
+  private carry(on: boolean): void {
+    this.carrying = on;
+    if (!on && !this.posting && this.done.length > 0) this.posting = this.postLoop();
   }
 
   private async start(tasks: Task[]): Promise<void> {
@@ -420,7 +435,7 @@ export class Worker {
     this.done.push([t, outcome]);
     this.free++;
     this.tick();
-    if (!this.posting) this.posting = this.postLoop();
+    if (!this.posting && !this.carrying) this.posting = this.postLoop();
   }
 
   private async deadLetter(t: Task, reason: string): Promise<void> {
@@ -479,6 +494,33 @@ export class Worker {
       }
     }
     for (const [t] of batch) this.active.delete(t);
+  }
+
+  /**
+   * Sends the transaction of post for acks and the take of up to n jobs in
+   * one write, and returns the jobs taken; if the transaction failed, acks
+   * are posted as post does, before the take's error, if any, is thrown.
+   */
+  private async postAndTake(acks: Array<[Task, string | undefined]>, n: number): Promise<Buffer[]> {
+    const outcomes = acks.map(([, o]) => o).filter((o): o is string => o !== undefined);
+    const commands: unknown[][] = [["multi"]];
+    if (outcomes.length > 0) commands.push(["lpush", this.keys.outcomes, ...outcomes]);
+    for (const [t] of acks) commands.push(["lrem", this.keys.working, -1, t.raw]);
+    commands.push(["exec"], ["evalshaBuffer", scripts.move.sha, 2, this.keys.jobs, this.keys.working, n, 8 * this.lim.maxBytes]);
+    let res: Array<[Error | null, unknown]> | null = null;
+    try {
+      res = await this.r.pipeline(commands).exec();
+    } catch (e) {
+      this.log("error", "post outcomes and take jobs", { err: String(e) });
+    }
+    const tx = res?.[res.length - 2];
+    if (!tx || tx[0] || !Array.isArray(tx[1]) || tx[1].some((r) => r instanceof Error)) await this.post(acks);
+    else for (const [t] of acks) this.active.delete(t);
+    const take = res?.[res.length - 1];
+    if (!take) throw new Error("take jobs: no reply");
+    if (take[0] && String(take[0].message).startsWith("NOSCRIPT")) return (await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n, 8 * this.lim.maxBytes])) as Buffer[];
+    if (take[0]) throw take[0];
+    return take[1] as Buffer[];
   }
 
   /** @internal */
