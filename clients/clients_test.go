@@ -4,7 +4,8 @@
 // clients/ honest: their Lua scripts are the Go SDK's (queue/lua), their
 // own test suites pass against the Redis of scripts/with-servers.sh, and
 // each passes the conformance kit (queue/conformance), its throughput
-// measured beside the Go SDK's. A client whose toolchain is missing
+// measured beside the Go SDK's, and its API client works against a real
+// freshen serve (api_test.go). A client whose toolchain is missing
 // (scripts/install-clients.sh installs them) is skipped, saying why.
 package clients_test
 
