@@ -7,14 +7,21 @@ use Freshen\Api\Client;
 
 // The API client against PHP's built-in server playing freshen serve (tests/fake_api.php).
 test('api: put, trigger and a refusal', function (): void {
-    $port = 20000 + random_int(0, 20000);
     $log = tempnam(sys_get_temp_dir(), 'freshen-api');
-    $proc = proc_open([PHP_BINARY, '-S', "127.0.0.1:{$port}", __DIR__ . '/fake_api.php'], [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes, null, ['FAKE_API_LOG' => $log]);
+    $out = tempnam(sys_get_temp_dir(), 'freshen-api-server');
+    // Port 0: the server picks a free port and says which when it starts.
+    $proc = proc_open([PHP_BINARY, '-S', '127.0.0.1:0', __DIR__ . '/fake_api.php'], [0 => ['file', '/dev/null', 'r'], 1 => ['file', $out, 'w'], 2 => ['file', $out, 'w']], $pipes, null, ['FAKE_API_LOG' => $log]);
     try {
-        $end = microtime(true) + 5;
-        while (!@fsockopen('127.0.0.1', $port) && microtime(true) < $end) {
+        $port = 0;
+        $end = microtime(true) + 30;
+        while ($port === 0 && microtime(true) < $end && proc_get_status($proc)['running']) {
+            if (preg_match('~http://127\.0\.0\.1:(\d+)~', (string) file_get_contents($out), $m)) {
+                $port = (int) $m[1];
+                break;
+            }
             usleep(20000);
         }
+        ok($port !== 0, 'the fake API started: ' . file_get_contents($out));
         $api = new Client("http://127.0.0.1:{$port}/", 's3cret');
         eq('thumbnails', $api->putModel('thumb-42', ['queue' => 'thumbnails', 'payload' => ['image' => 's3://b/42.png']])['queue']);
         eq(true, $api->trigger('thumb-42', 'the image changed')['changed']);
@@ -32,5 +39,6 @@ test('api: put, trigger and a refusal', function (): void {
         proc_terminate($proc);
         proc_close($proc);
         @unlink($log);
+        @unlink($out);
     }
 });
