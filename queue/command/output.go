@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/freshen-dev/freshen/queue"
+	"github.com/freshen-dev/freshen/refresh"
 )
 
 // readLines calls f with each line of rd, without its line ending, until
@@ -194,6 +195,7 @@ func (o *jobOutput) tail() string {
 // the latest put wins.
 type statusPoster struct {
 	post    func(string)
+	clock   refresh.Clock
 	every   time.Duration
 	mu      sync.Mutex
 	latest  string
@@ -203,8 +205,8 @@ type statusPoster struct {
 	stopped chan struct{}
 }
 
-func newStatusPoster(every time.Duration, post func(string)) *statusPoster {
-	s := &statusPoster{post: post, every: every, wake: make(chan struct{}, 1),
+func newStatusPoster(clock refresh.Clock, every time.Duration, post func(string)) *statusPoster {
+	s := &statusPoster{post: post, clock: clock, every: every, wake: make(chan struct{}, 1),
 		done: make(chan struct{}), stopped: make(chan struct{})}
 	go s.loop()
 	return s
@@ -237,7 +239,7 @@ func (s *statusPoster) loop() {
 		}
 		s.post(msg)
 		select {
-		case <-time.After(s.every):
+		case <-s.clock.After(s.every):
 		case <-s.done:
 			return
 		}

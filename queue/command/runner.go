@@ -92,6 +92,10 @@ type Config struct {
 	// Logger gets the command's output and what happens to it (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// Clock times the commands: an attempt's end, the grace before
+	// SIGKILL, the least time between statuses (default
+	// refresh.SystemClock).
+	Clock refresh.Clock
 }
 
 // Defaults of Config.
@@ -108,6 +112,7 @@ type Runner struct {
 	grace       time.Duration
 	statusEvery time.Duration
 	log         *slog.Logger
+	clock       refresh.Clock
 
 	mu      sync.Mutex
 	aborted bool
@@ -132,6 +137,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = refresh.SystemClock{}
+	}
 	var env []string
 	for _, kv := range cfg.Environ {
 		if !strings.HasPrefix(kv, "FRESHEN_") {
@@ -140,7 +148,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	return &Runner{
 		path: cfg.Path, args: cfg.Args, env: env, grace: cfg.Grace, statusEvery: cfg.StatusInterval,
-		log: cfg.Logger, abort: make(chan struct{}),
+		log: cfg.Logger, clock: cfg.Clock, abort: make(chan struct{}),
 	}, nil
 }
 
@@ -196,14 +204,14 @@ func (r *Runner) Run(ctx context.Context, job refresh.Job, status func(context.C
 	if !r.begin() {
 		hold()
 	}
-	started := time.Now()
+	started := r.clock.Now()
 	p, err := r.start(job)
 	if err != nil {
 		r.end()
 		log.Error("start command", "err", err)
 		return queue.Fail(KindExecFailed, fmt.Sprintf("start %s: %v", r.args[0], err))
 	}
-	statuses := newStatusPoster(r.statusEvery, func(msg string) {
+	statuses := newStatusPoster(r.clock, r.statusEvery, func(msg string) {
 		if err := status(ctx, msg); err != nil && ctx.Err() == nil {
 			log.Warn("post status", "err", err)
 		}
@@ -222,16 +230,16 @@ func (r *Runner) Run(ctx context.Context, job refresh.Job, status func(context.C
 	case <-ctx.Done():
 		stopped = context.Cause(ctx)
 		log.Info("stopping the command", "why", stopped.Error(), "grace", r.grace)
-		p.stop(r.grace)
+		p.stop(r.clock, r.grace)
 	case <-r.abort:
 		aborted = true
 		log.Warn("killing the command: the worker is stopping", "grace", r.grace)
-		p.stop(r.grace)
+		p.stop(r.clock, r.grace)
 	}
 	// What the command left running in its group goes with it; output
 	// still held by a process that left the group is not waited for.
 	signalGroup(p.cmd.Process.Pid, syscall.SIGKILL)
-	deadline := time.Now().Add(r.grace)
+	deadline := r.clock.Now().Add(r.grace)
 	_ = p.stdout.SetReadDeadline(deadline)
 	_ = p.stderr.SetReadDeadline(deadline)
 	readers.Wait()
@@ -247,8 +255,9 @@ func (r *Runner) Run(ctx context.Context, job refresh.Job, status func(context.C
 
 	e := ended{stopped: stopped, stderr: out.tail(), result: out.result, unreadable: out.unreadable}
 	e.exitKind, e.exitText = exitOf(p.cmd.ProcessState)
-	res := e.outcome(time.Now())
-	attrs := []any{"exit", e.exitText, "took", time.Since(started).Round(time.Millisecond)}
+	now := r.clock.Now()
+	res := e.outcome(now)
+	attrs := []any{"exit", e.exitText, "took", now.Sub(started).Round(time.Millisecond)}
 	var result *queue.Result
 	switch {
 	case errors.As(res, &result) && result.Snooze:
@@ -331,12 +340,12 @@ func (r *Runner) start(job refresh.Job) (*process, error) {
 
 // stop sends SIGTERM to the process group, then SIGKILL if the command has
 // not exited grace later, and returns once it has exited.
-func (p *process) stop(grace time.Duration) {
+func (p *process) stop(clock refresh.Clock, grace time.Duration) {
 	signalGroup(p.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-p.exited:
 		return
-	case <-time.After(grace):
+	case <-clock.After(grace):
 	}
 	signalGroup(p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.exited
