@@ -77,7 +77,7 @@ func TestSuccessRecovered(t *testing.T) {
 func TestParseEventNames(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		in, want string // want: String() of the set
+		in, want    string // want: String() of the set
 		has, hasNot []string
 	}{
 		{in: "all", want: "all", has: refresh.LifecycleNames},
