@@ -130,11 +130,16 @@ class Worker:
                 return
             raws: List[bytes] = []
             try:
-                raw = self._redis.blmove(self._keys.jobs, self._keys.working, self._opt.block, "RIGHT", "LEFT")
-                if raw is not None:
-                    raws.append(raw)
-                    if n > 1:
-                        raws += self._move(keys=[self._keys.jobs, self._keys.working], args=[min(n, MAX_BATCH) - 1, self._opt.limits.batch_bytes()])
+                # While jobs wait, one script moves up to n of them; when none
+                # does, BLMOVE waits for the first, and the script takes more.
+                move = [self._keys.jobs, self._keys.working]
+                raws += self._move(keys=move, args=[min(n, MAX_BATCH), self._opt.limits.batch_bytes()])
+                if not raws:
+                    raw = self._redis.blmove(self._keys.jobs, self._keys.working, self._opt.block, "RIGHT", "LEFT")
+                    if raw is not None:
+                        raws.append(raw)
+                        if n > 1:
+                            raws += self._move(keys=move, args=[min(n, MAX_BATCH) - 1, self._opt.limits.batch_bytes()])
             except redislib.RedisError as e:
                 self._log("error", "take jobs", {"err": str(e)})
                 self._reconcile.set()
