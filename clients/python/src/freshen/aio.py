@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 import redis.asyncio as aioredis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 
 from . import wire
 from .common import MAX_BATCH, JobFields, Options, Stats, Task, count_outcome
@@ -74,11 +74,7 @@ class Worker:
         self._tick: Optional[asyncio.Event] = None  # set, and replaced, at every change
         self._stopping: Optional[asyncio.Event] = None
         self._closed: Optional[asyncio.Event] = None
-        self._done: List[tuple] = []  # finished tasks and their outcomes, to post
-        self._posting: Optional[asyncio.Future] = None
-        # True while the fetch loop will take again without waiting on Redis:
-        # the outcomes that come meanwhile go with that take, in one write.
-        self._carrying = False
+        self._done: "Optional[asyncio.Queue]" = None
         self._reconcile = False
 
     @property
@@ -95,18 +91,18 @@ class Worker:
     async def run(self) -> None:
         """Runs until stop."""
         self._tick, self._stopping, self._closed = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._done = asyncio.Queue()
         await self._give_back_all()
         await self._beat()
         loops = [asyncio.ensure_future(f()) for f in (self._beat_loop, self._watch_loop)]
+        acker = asyncio.ensure_future(self._ack_loop())
         try:
-            self._carrying = True
             await self._fetch_loop()
         finally:
-            self._carry(False)
             while self._running:
                 await asyncio.gather(*list(self._running.values()), return_exceptions=True)
-            while self._posting is not None:
-                await self._posting
+            await self._done.put(None)
+            await acker
             self._closed.set()
             await asyncio.gather(*loops, return_exceptions=True)
             await self._give_back_all()
@@ -137,18 +133,10 @@ class Worker:
                     # While jobs wait, one script moves up to n of them; when
                     # none does, BLMOVE waits for the first, and the script
                     # takes more.
-                    # The outcomes waiting to be posted go in the same write.
                     move = [self._keys.jobs, self._keys.working]
-                    acks = [] if self._posting is not None else self._done[:MAX_BATCH]
-                    if acks:
-                        del self._done[: len(acks)]
-                        raws += await self._post_and_take(acks, min(n, MAX_BATCH))
-                    else:
-                        raws += await self._move(keys=move, args=[min(n, MAX_BATCH), self._opt.limits.batch_bytes()])
+                    raws += await self._move(keys=move, args=[min(n, MAX_BATCH), self._opt.limits.batch_bytes()])
                     if not raws:
-                        self._carry(False)
                         raw = await self._redis.blmove(self._keys.jobs, self._keys.working, self._opt.block, "RIGHT", "LEFT")
-                        self._carrying = True
                         if raw is not None:
                             raws.append(raw)
                             if n > 1:
@@ -156,9 +144,7 @@ class Worker:
                 except RedisError as e:
                     self._log("error", "take jobs", {"err": str(e)})
                     self._reconcile = True
-                    self._carry(False)
                     await asyncio.wait([stop], timeout=self._opt.block)
-                    self._carrying = True
                 tasks = [Task(r) for r in raws]
                 for t in tasks:
                     self._active[id(t)] = t
@@ -221,18 +207,9 @@ class Worker:
         self._finish(t, wire.encode_outcome(o))
 
     def _finish(self, t: Task, outcome: Optional[bytes]) -> None:
-        self._done.append((t, outcome))
+        self._done.put_nowait((t, outcome))
         self._free += 1
         self._notify()
-        if self._posting is None and not self._carrying:
-            self._posting = asyncio.ensure_future(self._post_loop())
-
-    def _carry(self, on: bool) -> None:
-        """Sets whether the fetch loop carries the outcomes; when it stops,
-        the post loop posts those waiting."""
-        self._carrying = on
-        if not on and self._posting is None and self._done:
-            self._posting = asyncio.ensure_future(self._post_loop())
 
     async def _dead_letter(self, t: Task, reason: str) -> None:
         entry = wire.dead_entry(reason, t.raw, datetime.now(timezone.utc), self._opt.limits)
@@ -246,49 +223,20 @@ class Worker:
         self._free += 1
         self._notify()
 
-    async def _post_loop(self) -> None:
-        await asyncio.sleep(0)  # gather what finishes in this turn
-        try:
-            while self._done:
-                batch = self._done[:MAX_BATCH]
-                del self._done[: len(batch)]
+    async def _ack_loop(self) -> None:
+        closing = False
+        while not closing:
+            item = await self._done.get()
+            batch = []
+            while item is not None:
+                batch.append(item)
+                if len(batch) >= MAX_BATCH or self._done.empty():
+                    break
+                item = self._done.get_nowait()
+            else:
+                closing = True
+            if batch:
                 await self._post(batch)
-        finally:
-            self._posting = None
-
-    async def _post_and_take(self, acks: List[tuple], n: int) -> List[bytes]:
-        """Sends the transaction of _post for acks and the take of up to n
-        jobs in one write, and returns the jobs taken; if the transaction
-        failed, acks are posted as _post does, before the take's error, if
-        any, is raised."""
-        outcomes = [o for _, o in acks if o is not None]
-        p = self._redis.pipeline(transaction=False)
-        p.execute_command("MULTI")
-        if outcomes:
-            p.lpush(self._keys.outcomes, *outcomes)
-        for t, _ in acks:
-            p.lrem(self._keys.working, -1, t.raw)
-        p.execute_command("EXEC")
-        p.evalsha(self._move.sha, 2, self._keys.jobs, self._keys.working, n, self._opt.limits.batch_bytes())
-        res: Optional[list] = None
-        try:
-            res = await p.execute(raise_on_error=False)
-        except RedisError as e:
-            self._log("error", "post outcomes and take jobs", {"err": str(e)})
-        tx = res[-2] if res else None
-        if not isinstance(tx, list) or any(isinstance(r, Exception) for r in tx):
-            await self._post(acks)
-        else:
-            for t, _ in acks:
-                self._active.pop(id(t), None)
-        if not res:
-            raise RedisError("take jobs: no reply")
-        take = res[-1]
-        if isinstance(take, Exception):
-            if isinstance(take, NoScriptError):
-                return await self._move(keys=[self._keys.jobs, self._keys.working], args=[n, self._opt.limits.batch_bytes()])
-            raise take
-        return take
 
     async def _post(self, batch: List[tuple]) -> None:
         outcomes = [o for _, o in batch if o is not None]
