@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -114,9 +115,9 @@ func printSoak(out io.Writer, r bench.SoakResult) {
 	fmt.Fprintf(out, "\n%d models due every %s: %s due (%s); %s; history pruned after %s\n",
 		r.Models, r.Period, benchRate(r.Rate), burst, benchDur(r.Duration), r.Horizon)
 	benchRow(out, fmt.Sprintf("cycles/s drift, last %s against the first", r.Window), fmt.Sprintf("%+.1f%%", r.CyclesDriftPct),
-		fmt.Sprintf("within ±%d%%", targetDriftPct), abs(r.CyclesDriftPct) <= targetDriftPct)
+		fmt.Sprintf("within ±%d%%", targetDriftPct), math.Abs(r.CyclesDriftPct) <= targetDriftPct)
 	benchRow(out, fmt.Sprintf("p99 lateness drift, last %s against the first", r.Window), fmt.Sprintf("%+.1f%%", r.P99DriftPct),
-		fmt.Sprintf("within ±%d%%", targetDriftPct), abs(r.P99DriftPct) <= targetDriftPct)
+		fmt.Sprintf("within ±%d%%", targetDriftPct), math.Abs(r.P99DriftPct) <= targetDriftPct)
 	benchRow(out, "p99 lateness, worst sample", benchMs(r.WorstP99), "<= "+benchMs(targetP99), r.WorstP99 <= targetP99)
 	benchRow(out, fmt.Sprintf("size growth, last %s", r.GrowthSpan), fmt.Sprintf("%+.1f%%", r.SizeGrowthPct),
 		fmt.Sprintf("<= %d%%", targetGrowthPct), r.SizeGrowthPct <= targetGrowthPct)
@@ -129,13 +130,6 @@ func printSoak(out io.Writer, r bench.SoakResult) {
 	fmt.Fprintf(out, "RESULT mode=soak models=%d rate=%.1f seconds=%.0f cycles_drift_pct=%.1f p99_drift_pct=%.1f worst_p99_ms=%.1f size_growth_pct=%.1f lost=%d checked=%d timed_out_pct=%.2f serve_rss_kb=%d worker_rss_kb=%d redis_used_kb=%d pg_bytes=%d load=%s\n",
 		r.Models, r.Rate, r.Duration.Seconds(), r.CyclesDriftPct, r.P99DriftPct, ms(r.WorstP99), r.SizeGrowthPct, r.Lost(), r.Checked, r.TimedOutPct,
 		last.ServeRSS>>10, last.WorkerRSS>>10, last.RedisMemory>>10, last.TotalBytes, strings.ReplaceAll(bench.LoadAverage(), " ", ","))
-}
-
-func abs(v float64) float64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 // runBenchLatency is `freshen bench latency`.
