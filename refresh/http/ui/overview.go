@@ -10,27 +10,18 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// counts are the models of one state count: each model in one state, by
-// precedence (see refresh.ModelCounts).
-type counts struct {
-	Total, Running, Failing, Disabled, Paused int64
-}
-
-func newCounts(c refresh.ModelCounts) counts {
-	return counts{Total: c.Total(), Running: c.Running, Failing: c.Failing, Disabled: c.Disabled, Paused: c.Paused}
-}
-
 // queueRow is one queue of the overview.
 type queueRow struct {
 	Name string
-	counts
+	// The counts: each model in one state, by precedence.
+	refresh.ModelCounts
 	// Depth is the number of jobs waiting, -1 when unknown.
 	Depth int64
 }
 
 // scan is what the overview counted.
 type scan struct {
-	All    counts
+	All    refresh.ModelCounts
 	Queues []queueRow
 	// MoreQueues is set when queues were left out past maxQueues.
 	MoreQueues bool
@@ -55,14 +46,14 @@ func scanModels(ctx context.Context, store refresh.Store, prefix string, limit i
 	if err != nil {
 		return s, err
 	}
-	s.All, s.Partial = newCounts(c.All), c.More
+	s.All, s.Partial = c.All, c.More
 	for name, qc := range c.Queues {
-		s.Queues = append(s.Queues, queueRow{Name: name, counts: newCounts(qc), Depth: -1})
+		s.Queues = append(s.Queues, queueRow{Name: name, ModelCounts: qc, Depth: -1})
 	}
 	// The busiest queues first: those with the most models.
 	slices.SortFunc(s.Queues, func(a, b queueRow) int {
-		if a.Total != b.Total {
-			return cmp.Compare(b.Total, a.Total)
+		if a.Total() != b.Total() {
+			return cmp.Compare(b.Total(), a.Total())
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
