@@ -86,20 +86,31 @@ func (s *Store) PruneHistory(ctx context.Context, r refresh.PruneRequest) (refre
 	return res, nil
 }
 
+// stateCounts are the columns that count models by state, as
+// refresh.ModelCounts.Add does: each model in one state, by precedence,
+// and apart, the overdue ones and those waiting for a slot. stateCountsDest
+// gives their destinations.
+const stateCounts = `
+	count(*) FILTER (WHERE disabled_at IS NOT NULL),
+	count(*) FILTER (WHERE disabled_at IS NULL AND paused),
+	count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NOT NULL),
+	count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures > 0),
+	count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures = 0),
+	count(*) FILTER (WHERE overdue_since IS NOT NULL),
+	count(*) FILTER (WHERE waiting_for_slot)`
+
+// stateCountsDest returns where the columns of stateCounts are scanned.
+func stateCountsDest(c *refresh.ModelCounts) []any {
+	return []any{&c.Disabled, &c.Paused, &c.Running, &c.Failing, &c.Idle, &c.Overdue, &c.WaitingForSlot}
+}
+
 // CountModels counts the models by state (see refresh.ModelCounts),
 // overall and for the maxQueues queues with the most models, in one query
 // (one scan of models).
 func (s *Store) CountModels(ctx context.Context, maxQueues int) (refresh.ModelCounts, map[string]refresh.ModelCounts, error) {
 	var all refresh.ModelCounts
 	byQueue := map[string]refresh.ModelCounts{}
-	rows, _ := s.pool.Query(ctx, `SELECT GROUPING(queue) = 1, coalesce(queue, ''),
-			count(*) FILTER (WHERE disabled_at IS NOT NULL),
-			count(*) FILTER (WHERE disabled_at IS NULL AND paused),
-			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NOT NULL),
-			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures > 0),
-			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures = 0),
-			count(*) FILTER (WHERE overdue_since IS NOT NULL),
-			count(*) FILTER (WHERE waiting_for_slot)
+	rows, _ := s.pool.Query(ctx, `SELECT GROUPING(queue) = 1, coalesce(queue, ''), `+stateCounts+`
 		FROM models GROUP BY GROUPING SETS ((), (queue))
 		ORDER BY GROUPING(queue) DESC, count(*) DESC, queue
 		LIMIT $1`, maxQueues+1)
@@ -108,7 +119,7 @@ func (s *Store) CountModels(ctx context.Context, maxQueues int) (refresh.ModelCo
 		var total bool
 		var q string
 		var c refresh.ModelCounts
-		if err := rows.Scan(&total, &q, &c.Disabled, &c.Paused, &c.Running, &c.Failing, &c.Idle, &c.Overdue, &c.WaitingForSlot); err != nil {
+		if err := rows.Scan(append([]any{&total, &q}, stateCountsDest(&c)...)...); err != nil {
 			return all, nil, storeError("count models", err)
 		}
 		if total {

@@ -413,14 +413,7 @@ func (s *Store) Census(ctx context.Context, f refresh.Filter, maxQueues int) (re
 			SELECT id, queue, disabled_at, paused, attempt_uid, consecutive_failures, overdue_since, waiting_for_slot
 			FROM models WHERE `+where+` ORDER BY id LIMIT $`+fmt.Sprint(n-2)+`
 		), c AS (SELECT * FROM m ORDER BY id LIMIT $`+fmt.Sprint(n-1)+`)
-		SELECT GROUPING(queue) = 1, coalesce(queue, ''),
-			count(*) FILTER (WHERE disabled_at IS NOT NULL),
-			count(*) FILTER (WHERE disabled_at IS NULL AND paused),
-			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NOT NULL),
-			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures > 0),
-			count(*) FILTER (WHERE disabled_at IS NULL AND NOT paused AND attempt_uid IS NULL AND consecutive_failures = 0),
-			count(*) FILTER (WHERE overdue_since IS NOT NULL),
-			count(*) FILTER (WHERE waiting_for_slot),
+		SELECT GROUPING(queue) = 1, coalesce(queue, ''), `+stateCounts+`,
 			coalesce(max(id), ''), (SELECT count(*) FROM m) > $`+fmt.Sprint(n-1)+`
 		FROM c GROUP BY GROUPING SETS ((), (queue))
 		ORDER BY GROUPING(queue) DESC, count(*) DESC, queue
@@ -431,7 +424,7 @@ func (s *Store) Census(ctx context.Context, f refresh.Filter, maxQueues int) (re
 		var total, more bool
 		var q, last string
 		var c refresh.ModelCounts
-		if err := rows.Scan(&total, &q, &c.Disabled, &c.Paused, &c.Running, &c.Failing, &c.Idle, &c.Overdue, &c.WaitingForSlot, &last, &more); err != nil {
+		if err := rows.Scan(append(append([]any{&total, &q}, stateCountsDest(&c)...), &last, &more)...); err != nil {
 			return refresh.Census{}, storeError("count models", err)
 		}
 		if total {
