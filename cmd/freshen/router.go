@@ -115,11 +115,7 @@ func (rt *router) admin(r *http.Request) bool {
 	if rt.auth == nil {
 		return true
 	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	p, ok := rt.auth.Lookup(strings.TrimSpace(token))
+	p, ok := rt.auth.Principal(r)
 	return ok && p.Can(refreshhttp.ScopeAdmin) && p.Prefix == ""
 }
 

@@ -211,6 +211,14 @@ func (a *Auth) authenticate(r *http.Request) (Principal, *authError) {
 	return p, nil
 }
 
+// Principal returns the principal of r's bearer token, as Require finds
+// it, and false when r has none that a knows: for a handler outside
+// Require that answers everyone but tells more to some (serve's /readyz).
+func (a *Auth) Principal(r *http.Request) (Principal, bool) {
+	p, err := a.authenticate(r)
+	return p, err == nil
+}
+
 // Lookup returns the principal of token, and false when a knows no such
 // token. It compares hashes as Require does, in constant time; callers that
 // take a token another way than the Authorization header (the dashboard's
