@@ -107,6 +107,10 @@ type Model struct {
 	Upstreams []string `json:"upstreams,omitempty"`
 	// UpstreamsMode is UpstreamsAll (also "") or UpstreamsAny.
 	UpstreamsMode string `json:"upstreams_mode,omitempty"`
+	// RateKey is the key of the rate_key limits that cover the model
+	// (e.g. the host of the URL it pulls), set by the caller; "" for none.
+	// See ValidRateKey.
+	RateKey string `json:"rate_key,omitempty"`
 
 	Payload   json.RawMessage `json:"payload,omitempty"`
 	Policy    Policy          `json:"policy"`
@@ -166,6 +170,14 @@ type State struct {
 	// "prefix:acme-") while WaitingForSlot is set, else "": the stores
 	// offer that limit's free slots to its waiting models.
 	WaitingLimit string `json:"waiting_limit,omitempty"`
+	// WaitingUntil is, while the model waits for a rate limit, the
+	// earliest instant that limit admits a start as known when the wait
+	// was last decided; zero for a wait for a concurrency slot.
+	WaitingUntil time.Time `json:"waiting_until,omitzero"`
+	// WaitingTenant is, while the model waits, its tenant (Tenant): the
+	// stores offer a limit's free starts and slots to the tenants waiting
+	// for it in turn.
+	WaitingTenant string `json:"waiting_tenant,omitempty"`
 	// OffSchedule is set when refresh_at falls on a scheduled occurrence
 	// but was planned by a trigger, a retry delay or a snooze, which the
 	// catch-up window never skips. It is kept only for a policy with

@@ -2,7 +2,10 @@ package refresh
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // This file holds the concurrency limits of docs/policy.md, as far as
@@ -45,19 +48,40 @@ const (
 	LimitQueue = "queue"
 	// LimitPrefix covers the models whose id starts with Key.
 	LimitPrefix = "prefix"
+	// LimitRateKey covers the models whose rate_key equals Key.
+	LimitRateKey = "rate_key"
 )
 
 // MaxLimitKeyBytes bounds the key of a limit.
 const MaxLimitKeyBytes = 200
 
-// Limit is a concurrency limit (docs/policy.md): at most MaxRunning
-// current attempts among the models it covers. A MaxRunning of 0 starts
-// none of them.
+// Bounds of a rate limit (docs/policy.md).
+const (
+	MinRatePer   = time.Second
+	MaxRatePer   = 24 * time.Hour
+	MaxRateBurst = 10000
+)
+
+// Limit is a limit of docs/policy.md on the models it covers: at most
+// MaxRunning current attempts (a concurrency limit; 0: none), and at most
+// MaxStarts starts in any window of Per (a rate limit; 0: none), of which
+// at most Burst in any window of Per*Burst/MaxStarts when Burst is set
+// (0: no burst bound beyond MaxStarts). A limit has at least one of the
+// two.
 type Limit struct {
-	Kind       string `json:"kind"`
-	Key        string `json:"key"`
-	MaxRunning int    `json:"max_running"`
+	Kind       string   `json:"kind"`
+	Key        string   `json:"key"`
+	MaxRunning int      `json:"max_running,omitempty"`
+	MaxStarts  int      `json:"max_starts,omitempty"`
+	Per        Duration `json:"per,omitempty"`
+	Burst      int      `json:"burst,omitempty"`
 }
+
+// Concurrent reports whether l bounds the current attempts.
+func (l Limit) Concurrent() bool { return l.MaxRunning > 0 }
+
+// Rated reports whether l bounds the starts per period.
+func (l Limit) Rated() bool { return l.MaxStarts > 0 }
 
 // Covers reports whether the limit covers model m.
 func (l Limit) Covers(m Model) bool {
@@ -66,6 +90,8 @@ func (l Limit) Covers(m Model) bool {
 		return m.Queue == l.Key
 	case LimitPrefix:
 		return len(m.ID) >= len(l.Key) && m.ID[:len(l.Key)] == l.Key
+	case LimitRateKey:
+		return m.RateKey != "" && m.RateKey == l.Key
 	}
 	return false
 }
@@ -75,14 +101,29 @@ func (l Limit) Covers(m Model) bool {
 func (l Limit) Name() string { return l.Kind + ":" + l.Key }
 
 // String names the limit as a wait event's reason does, e.g. `queue
-// "exports" (max_running 5)`.
+// "exports" (max_running 5)` or `rate_key "api.example.com" (max_starts
+// 10 per 1m, burst 2)`.
 func (l Limit) String() string {
-	return fmt.Sprintf("%s %q (max_running %d)", l.Kind, l.Key, l.MaxRunning)
+	var parts []string
+	if l.Concurrent() {
+		parts = append(parts, fmt.Sprintf("max_running %d", l.MaxRunning))
+	}
+	if l.Rated() {
+		r := fmt.Sprintf("max_starts %d per %s", l.MaxStarts, l.Per)
+		if l.Burst > 0 {
+			r += fmt.Sprintf(", burst %d", l.Burst)
+		}
+		parts = append(parts, r)
+	}
+	return fmt.Sprintf("%s %q (%s)", l.Kind, l.Key, strings.Join(parts, ", "))
 }
 
 // CheckLimit returns a *ValidationError naming each broken rule of l
-// (kind: queue or prefix; key: a queue name for a queue, a non-empty id
-// prefix for a prefix; max_running: >= 0), or nil.
+// (kind: queue, prefix or rate_key; key: a queue name for a queue, a
+// non-empty id prefix for a prefix, a rate key for a rate_key;
+// max_running >= 1 if set; max_starts >= 1 if set, with per from 1s to
+// 24h; burst from 1 to 10,000 if set, only with max_starts; at least one
+// of max_running and max_starts), or nil.
 func CheckLimit(l Limit) error {
 	var errs errorList
 	switch l.Kind {
@@ -94,11 +135,46 @@ func CheckLimit(l Limit) error {
 		if l.Key == "" || len(l.Key) > MaxLimitKeyBytes || !ValidID(l.Key) {
 			errs.add("key", "must be the start of a model id: %s, got %s", IDRule, quoteShort(l.Key))
 		}
+	case LimitRateKey:
+		if !ValidRateKey(l.Key) {
+			errs.add("key", "%s, got %s", RateKeyRule, quoteShort(l.Key))
+		}
 	default:
-		errs.add("kind", "must be %q or %q, got %s", LimitQueue, LimitPrefix, quoteShort(l.Kind))
+		errs.add("kind", "must be %q, %q or %q, got %s", LimitQueue, LimitPrefix, LimitRateKey, quoteShort(l.Kind))
 	}
-	if l.MaxRunning < 1 {
-		errs.add("max_running", "must be >= 1 (to start none of the models, pause them), got %d", l.MaxRunning)
+	if l.MaxRunning < 0 || (l.MaxRunning == 0 && l.MaxStarts == 0) {
+		errs.add("max_running", "must be >= 1 (to start none of the models, pause them), or left out with max_starts set, got %d", l.MaxRunning)
+	}
+	per := time.Duration(l.Per)
+	switch {
+	case l.MaxStarts < 0 || (l.MaxStarts == 0 && (per != 0 || l.Burst != 0)):
+		errs.add("max_starts", "must be >= 1 (to start none of the models, pause them), got %d", l.MaxStarts)
+	case l.MaxStarts > 0 && (per < MinRatePer || per > MaxRatePer):
+		errs.add("per", "must be from %s to %s, got %s", Duration(MinRatePer), Duration(MaxRatePer), Duration(per))
+	}
+	if l.Burst < 0 || l.Burst > MaxRateBurst {
+		errs.add("burst", "must be from 1 to %d, got %d", MaxRateBurst, l.Burst)
 	}
 	return errs.err()
+}
+
+// MaxRateKeyBytes bounds a model's rate_key and the key of a rate_key
+// limit.
+const MaxRateKeyBytes = 128
+
+// RateKeyRule is the rule of a rate key, as errors state it.
+const RateKeyRule = "must be 1 to 128 bytes of UTF-8 without control characters"
+
+// ValidRateKey reports whether k is a valid rate key: 1 to
+// MaxRateKeyBytes bytes of valid UTF-8 without control characters.
+func ValidRateKey(k string) bool {
+	if k == "" || len(k) > MaxRateKeyBytes || !utf8.ValidString(k) {
+		return false
+	}
+	for _, r := range k {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

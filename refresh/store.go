@@ -162,15 +162,26 @@ type Batch struct {
 	// returns an error, nothing is committed and the store returns that
 	// error.
 	BeforeCommitFunc func(ctx context.Context) error
+	// Starts are the starts the batch counts against rate limits (a
+	// scheduler pass's): the store appends them to each limit's log, in
+	// the batch's transaction, and drops the entries older than the
+	// limit's Per.
+	Starts []LimitStarts
 }
 
 // Slots is what the scheduler needs to know of the concurrency limits in
 // a pass: the limits that match a claimed model, in (kind, key) order, and
 // Running[i], the current attempts (models with attempt_uid set, the
 // claimed ones included) that Limits[i] covers.
+//
+// Rates[i] is the log of Limits[i]'s starts within its Per when it is a
+// rate limit (nil otherwise). Tenants are the keys of every prefix limit,
+// to which the scheduler adds the prefixes of the tokens (Tenant).
 type Slots struct {
 	Limits  []Limit
 	Running []int
+	Rates   [][]RateStarts
+	Tenants []string
 }
 
 // Change is one model written by a Store, with the history row it touches.
