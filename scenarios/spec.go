@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ type Spec struct {
 	// and Default; Model, Attempts and Default are then unused, and every
 	// action names its model. Timeline entries then carry their model.
 	Models []SpecModel
-	// Limits are concurrency limits in force from Start.
+	// Limits are the concurrency and rate limits in force from Start.
 	Limits  []refresh.Limit
 	Actions []Action
 	// Replay, if set, decides how attempts behave instead of Attempts:
@@ -43,6 +44,9 @@ type SpecModel struct {
 	ID      string
 	Trigger bool
 	Queue   string
+	// RateKey is the model's rate_key: the rate_key limits of that key
+	// cover it.
+	RateKey string
 	Payload json.RawMessage
 	Policy  json.RawMessage
 	// State, if set, is where the model stands at Start, instead of where
@@ -128,6 +132,7 @@ type modelJSON struct {
 	ID            string          `json:"id"`
 	Trigger       bool            `json:"trigger"`
 	Queue         string          `json:"queue"`
+	RateKey       string          `json:"rate_key"`
 	Payload       json.RawMessage `json:"payload"`
 	Policy        json.RawMessage `json:"policy"`
 	Upstreams     []string        `json:"upstreams"`
@@ -141,6 +146,9 @@ type limitJSON struct {
 	Kind       string `json:"kind"`
 	Key        string `json:"key"`
 	MaxRunning *int   `json:"max_running"`
+	MaxStarts  *int   `json:"max_starts"`
+	Per        string `json:"per"`
+	Burst      *int   `json:"burst"`
 }
 
 type behaviourJSON struct {
@@ -196,7 +204,7 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 		bad("until", "must be at most one year after start")
 	}
 	model := func(field string, m modelJSON) SpecModel {
-		sm := SpecModel{ID: m.ID, Trigger: m.Trigger, Queue: m.Queue, Payload: m.Payload, Policy: m.Policy,
+		sm := SpecModel{ID: m.ID, Trigger: m.Trigger, Queue: m.Queue, RateKey: m.RateKey, Payload: m.Payload, Policy: m.Policy,
 			Upstreams: m.Upstreams, UpstreamsMode: m.UpstreamsMode}
 		if m.ID == "" {
 			bad(field+".id", "is required")
@@ -205,6 +213,9 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 		}
 		if m.Queue != "" && !refresh.ValidQueue(m.Queue) {
 			bad(field+".queue", "%s, got %q", refresh.QueueRule, m.Queue)
+		}
+		if m.RateKey != "" && !refresh.ValidRateKey(m.RateKey) {
+			bad(field+".rate_key", "%s, got %q", refresh.RateKeyRule, m.RateKey)
 		}
 		if len(sm.Policy) == 0 {
 			sm.Policy = json.RawMessage("{}")
@@ -343,20 +354,12 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 	}
 	for i, l := range raw.Limits {
 		field := fmt.Sprintf("limits[%d]", i)
-		lm := refresh.Limit{Kind: l.Kind, Key: l.Key}
-		if l.MaxRunning == nil {
-			bad(field+".max_running", "is required (an integer >= 0)")
-		} else {
-			lm.MaxRunning = *l.MaxRunning
-		}
-		if err := refresh.CheckLimit(lm); err != nil {
-			var v *refresh.ValidationError
-			if errors.As(err, &v) {
-				for _, f := range v.Fields {
-					bad(field+"."+f.Field, "%s", f.Rule)
-				}
+		lm, errsOf := parseLimit(l)
+		for _, f := range errsOf {
+			if f.Field == "" {
+				bad(field, "%s", f.Rule)
 			} else {
-				bad(field, "%s", err)
+				bad(field+"."+f.Field, "%s", f.Rule)
 			}
 		}
 		for j, o := range spec.Limits {
@@ -397,6 +400,68 @@ func ParseSpec(data []byte, lim refresh.Limits) (Spec, error) {
 		return Spec{}, &refresh.ValidationError{Fields: errs}
 	}
 	return spec, nil
+}
+
+// parseLimit reads a limit of the spec as the limits API takes it: kind,
+// key, and max_running, max_starts with per (and burst), or both. It
+// returns the broken rules in the order of the fields, each field named
+// once: refresh.CheckLimit's, a count given as 0 or less (left out, it
+// sets no bound), and a missing max_running or per.
+func parseLimit(l limitJSON) (refresh.Limit, []refresh.FieldError) {
+	var errs []refresh.FieldError
+	named := func(field string) bool {
+		return slices.ContainsFunc(errs, func(f refresh.FieldError) bool { return f.Field == field })
+	}
+	bad := func(field, format string, args ...any) {
+		if !named(field) {
+			errs = append(errs, refresh.FieldError{Field: field, Rule: fmt.Sprintf(format, args...)})
+		}
+	}
+	lm := refresh.Limit{Kind: l.Kind, Key: l.Key}
+	if l.MaxRunning == nil && l.MaxStarts == nil {
+		bad("max_running", "is required (an integer >= 1), unless max_starts is set")
+	}
+	count := func(name string, p *int, rule string) int {
+		if p != nil && *p <= 0 {
+			bad(name, "%s, got %d", rule, *p)
+		}
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	lm.MaxRunning = count("max_running", l.MaxRunning, "must be >= 1 (to start none of the models, pause them)")
+	lm.MaxStarts = count("max_starts", l.MaxStarts, "must be >= 1 (to start none of the models, pause them)")
+	lm.Burst = count("burst", l.Burst, fmt.Sprintf("must be from 1 to %d", refresh.MaxRateBurst))
+	if l.Per != "" {
+		d, err := refresh.ParseDuration(l.Per)
+		if err != nil {
+			bad("per", "%s", err)
+		}
+		lm.Per = d
+	} else if l.MaxStarts != nil {
+		bad("per", "is required with max_starts (a duration from %s to %s)",
+			refresh.Duration(refresh.MinRatePer), refresh.Duration(refresh.MaxRatePer))
+	}
+	if err := refresh.CheckLimit(lm); err != nil {
+		var v *refresh.ValidationError
+		if !errors.As(err, &v) {
+			return lm, append(errs, refresh.FieldError{Rule: err.Error()})
+		}
+		for _, f := range v.Fields {
+			// A max_running left out is no error of its own beside a
+			// max_starts refused above.
+			if f.Field == "max_running" && l.MaxRunning == nil && named("max_starts") {
+				continue
+			}
+			bad(f.Field, "%s", f.Rule)
+		}
+	}
+	order := []string{"kind", "key", "max_running", "max_starts", "per", "burst"}
+	slices.SortStableFunc(errs, func(a, b refresh.FieldError) int {
+		return slices.Index(order, a.Field) - slices.Index(order, b.Field)
+	})
+	return lm, errs
 }
 
 // jsonError names the field of a decoding error where it can.
