@@ -88,7 +88,7 @@ func TestMigrateTwice(t *testing.T) {
 	current, _, err = migrations.Version(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, latest, current)
-	require.Equal(t, []string{"attempt_history", "attempts", "audit", "dashboard_sessions", "limits", "models", "outbox", "schema_version", "webhook_deliveries"}, tables(t, conn))
+	require.Equal(t, []string{"attempt_history", "attempts", "audit", "dashboard_sessions", "limit_starts", "limits", "models", "outbox", "schema_version", "webhook_deliveries"}, tables(t, conn))
 
 	// The search_path survives tern's RESET ALL: the tables are in the
 	// test's schema, and the session still sees them.
