@@ -1,6 +1,7 @@
 package refresh
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -65,31 +66,27 @@ func (l Limit) Admits(log []RateStarts, now time.Time) (free int, next time.Time
 // admits is Admits for one window of length w and at most n starts.
 func admits(log []RateStarts, now time.Time, w time.Duration, n int) (int, time.Time) {
 	used := 0
+	var in []RateStarts
 	for _, e := range log {
 		if e.At.Add(w).After(now) {
 			used += e.N
+			in = append(in, e)
 		}
 	}
 	if used < n {
 		return n - used, now
 	}
 	// The next start is admitted once enough of the oldest entries leave
-	// the window to bring the count under n.
-	next := now
-	for used >= n {
-		oldest := -1
-		for i, e := range log {
-			if e.At.Add(w).After(now) && e.At.Add(w).After(next) && (oldest < 0 || e.At.Before(log[oldest].At)) {
-				oldest = i
-			}
+	// the window to bring the count under n (entries of one instant leave
+	// together).
+	slices.SortFunc(in, func(a, b RateStarts) int { return a.At.Compare(b.At) })
+	for _, e := range in {
+		used -= e.N
+		if used < n {
+			return 0, e.At.Add(w)
 		}
-		if oldest < 0 {
-			break
-		}
-		used -= log[oldest].N
-		next = log[oldest].At.Add(w)
 	}
-	return 0, next
+	return 0, now
 }
 
 // Tenant returns the tenant of the model id among the tenant prefixes
