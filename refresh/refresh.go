@@ -178,6 +178,11 @@ type State struct {
 	// stores offer a limit's free starts and slots to the tenants waiting
 	// for it in turn.
 	WaitingTenant string `json:"waiting_tenant,omitempty"`
+	// WaitTooLong is set once the model's wait has lasted longer than its
+	// policy's max_lateness (now - refresh_at), when the wait_too_long
+	// event is published: it marks the wait, so that the event is
+	// published once per wait. The end of the wait clears it.
+	WaitTooLong bool `json:"wait_too_long,omitempty"`
 	// OffSchedule is set when refresh_at falls on a scheduled occurrence
 	// but was planned by a trigger, a retry delay or a snooze, which the
 	// catch-up window never skips. It is kept only for a policy with

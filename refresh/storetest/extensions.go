@@ -167,10 +167,8 @@ func testSlotsToEarliest(t *testing.T, s refresh.Store) {
 	}
 	ids, slots := claim(2)
 	require.ElementsMatch(t, []string{"n1", "n2", "acme-w1", "orphan"}, ids)
-	require.Equal(t, refresh.Slots{
-		Limits:  []refresh.Limit{{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2}, {Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1}},
-		Running: []int{1, 1},
-	}, slots)
+	require.Equal(t, []refresh.Limit{{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2}, {Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1}}, slots.Limits)
+	require.Equal(t, []int{1, 1}, slots.Running)
 	ids, _ = claim(4)
 	require.ElementsMatch(t, []string{"n1", "n2", "acme-w0", "acme-w1", "orphan"}, ids)
 	ids, _ = claim(10)
@@ -211,10 +209,8 @@ func testSlots(t *testing.T, s refresh.Store) {
 		refresh.Limit{Kind: refresh.LimitQueue, Key: "unused", MaxRunning: 1})
 	_, err = s.ClaimDue(ctx, t0.Add(time.Second), 10, func(due []refresh.Model, slots refresh.Slots) (refresh.Batch, error) {
 		require.Len(t, due, 2)
-		require.Equal(t, refresh.Slots{
-			Limits:  []refresh.Limit{{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2}, {Kind: refresh.LimitQueue, Key: "tables", MaxRunning: 5}},
-			Running: []int{2, 2},
-		}, slots)
+		require.Equal(t, []refresh.Limit{{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2}, {Kind: refresh.LimitQueue, Key: "tables", MaxRunning: 5}}, slots.Limits)
+		require.Equal(t, []int{2, 2}, slots.Running)
 		return refresh.Batch{}, nil
 	})
 	require.NoError(t, err)
@@ -247,7 +243,7 @@ func testLimits(t *testing.T, s refresh.Store) {
 	_, err = s.PutLimit(ctx, refresh.Limit{Kind: "host", Key: "x", MaxRunning: -1}, false)
 	requireCode(t, refresh.EINVALID, err)
 	require.ErrorContains(t, err, "kind: must be")
-	require.ErrorContains(t, err, "max_running: must be >= 1 (to start none of the models, pause them), got -1")
+	require.ErrorContains(t, err, "max_running: must be >= 1 (to start none of the models, pause them), or left out with max_starts set, got -1")
 
 	require.NoError(t, s.DeleteLimit(ctx, p.Kind, p.Key))
 	requireCode(t, refresh.ENOTFOUND, s.DeleteLimit(ctx, p.Kind, p.Key))

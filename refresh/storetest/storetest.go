@@ -51,6 +51,11 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"Counts":              testCounts,
 		"ListPrefix":          testListPrefix,
 		"CensusPrefix":        testCensusPrefix,
+
+		"RateLogs":            testRateLogs,
+		"RateFields":          testRateFields,
+		"FairOffer":           testFairOffer,
+		"DeleteLimitReleases": testDeleteLimitReleases,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
