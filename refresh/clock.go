@@ -26,6 +26,20 @@ func (SystemClock) Now() time.Time { return time.Now().UTC() }
 // After returns time.After(d).
 func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
+// AfterFunc calls f in its own goroutine once d has passed, unless stop is
+// called first; stop reports whether it stopped the call.
+func (SystemClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return time.AfterFunc(d, f).Stop
+}
+
+// funcClock is a Clock that can also call a function after a while and
+// cancel the call, as SystemClock and VirtualClock can. The scheduler
+// needs it to notice a slow pass (SchedulerConfig.StallAfter); with a
+// clock without it, it does not look.
+type funcClock interface {
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
 // ScaledClock runs speed times faster than the wall clock from its origin,
 // and can be slowed down or sped up while it runs. The demo uses it to show
 // a day in minutes, then goes on at real speed. Its timers never fire early
@@ -89,11 +103,14 @@ type VirtualClock struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []waiter
+	lastID  uint64
 }
 
 type waiter struct {
 	at time.Time
 	ch chan time.Time
+	fn func() // set for AfterFunc, instead of ch
+	id uint64
 }
 
 // NewVirtualClock returns a virtual clock that reads now.
@@ -120,6 +137,31 @@ func (c *VirtualClock) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+// AfterFunc calls f in its own goroutine once the clock reaches Now()+d,
+// unless stop is called first; stop reports whether it stopped the call.
+func (c *VirtualClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d <= 0 {
+		go f()
+		return func() bool { return false }
+	}
+	c.lastID++
+	id := c.lastID
+	c.waiters = append(c.waiters, waiter{at: c.now.Add(d), fn: f, id: id})
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, w := range c.waiters {
+			if w.fn != nil && w.id == id {
+				c.waiters = append(c.waiters[:i], c.waiters[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // Advance moves the clock forward by d and fires the waiters that are due.
 func (c *VirtualClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 
@@ -135,7 +177,11 @@ func (c *VirtualClock) Set(t time.Time) {
 	kept := c.waiters[:0]
 	for _, w := range c.waiters {
 		if !w.at.After(c.now) {
-			w.ch <- c.now
+			if w.fn != nil {
+				go w.fn()
+			} else {
+				w.ch <- c.now
+			}
 			continue
 		}
 		kept = append(kept, w)
@@ -143,10 +189,16 @@ func (c *VirtualClock) Set(t time.Time) {
 	c.waiters = kept
 }
 
-// Waiters returns how many After channels are waiting; tests use it to know
-// that a loop has gone to sleep.
+// Waiters returns how many After channels are waiting (calls of AfterFunc
+// do not count); tests use it to know that a loop has gone to sleep.
 func (c *VirtualClock) Waiters() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.waiters)
+	n := 0
+	for _, w := range c.waiters {
+		if w.fn == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +43,12 @@ type SchedulerConfig struct {
 	// PushTimeout bounds the push of a pass's jobs, during which the pass
 	// holds its models locked (default 5s).
 	PushTimeout time.Duration
+	// StallAfter is how long a pass may take before a helper loop runs a
+	// pass beside it (default 20ms; also with Loops 1): models that fall
+	// due while a pass waits on the database (a commit slowed by a
+	// checkpoint) start without waiting for it. Passes claim with SKIP
+	// LOCKED, so each model is still started by one pass.
+	StallAfter time.Duration
 	// NewUIDFunc makes attempt uids (default: xid).
 	NewUIDFunc func() string
 	// EventsFunc, if set, is called after a pass that wrote events commits
@@ -51,6 +56,12 @@ type SchedulerConfig struct {
 	EventsFunc func()
 	// TickedFunc, if set, is called after every pass; tests wait on it.
 	TickedFunc func(TickResult, error)
+	// TenantsFunc, if set, returns tenant prefixes beside the keys of the
+	// prefix limits (serve passes the prefixes of the prefixed tokens):
+	// each model's tenant is the longest of them its id starts with
+	// (Tenant), and the tenants take turns for the starts a pass with
+	// limits hands out. It is called once per pass that has limits.
+	TenantsFunc func() []string
 }
 
 func (c *SchedulerConfig) validate() error {
@@ -78,6 +89,9 @@ func (c *SchedulerConfig) validate() error {
 	if c.PushTimeout <= 0 {
 		c.PushTimeout = 5 * time.Second
 	}
+	if c.StallAfter <= 0 {
+		c.StallAfter = 20 * time.Millisecond
+	}
 	if c.NewUIDFunc == nil {
 		c.NewUIDFunc = func() string { return xid.New().String() }
 	}
@@ -102,6 +116,9 @@ type TickResult struct {
 	// Waiting counts the claimed models that wait for a slot after the
 	// pass.
 	Waiting int
+	// NextAdmit is the earliest instant a rate limit that held a start
+	// back in the pass admits a start again; zero if none held one back.
+	NextAdmit time.Time
 }
 
 // NewScheduler returns a scheduler, or an error if cfg lacks a required part.
@@ -109,7 +126,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1), more: make(chan struct{}, cfg.Loops)}, nil
+	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1), more: make(chan struct{}, max(cfg.Loops, 2))}, nil
 }
 
 // Wake makes a sleeping Start loop look at the store at once; call it when
@@ -128,7 +145,8 @@ func (s *Scheduler) Wake() {
 // Loops-1 helpers run passes beside it. It returns nil when ctx ends.
 func (s *Scheduler) Start(ctx context.Context) error {
 	var helpers sync.WaitGroup
-	for range s.cfg.Loops - 1 {
+	// Loops-1 helpers, and at least one for a stalled pass.
+	for range max(s.cfg.Loops-1, 1) {
 		helpers.Go(func() { s.help(ctx) })
 	}
 	defer helpers.Wait()
@@ -166,6 +184,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 				// another instance, frees one.
 				wait = min(wait, s.cfg.SlotPoll)
 			}
+			if !res.NextAdmit.IsZero() {
+				// A rate limit admits a start again then.
+				wait = min(wait, res.NextAdmit.Sub(s.cfg.Clock.Now()))
+			}
 		}
 		limit = s.firstBatch()
 		if wait <= 0 {
@@ -187,6 +209,10 @@ func (s *Scheduler) firstBatch() int { return max(1, s.cfg.BatchSize/8) }
 // pass runs one pass for Start, reports it, and wakes the helpers if it
 // claimed a full batch.
 func (s *Scheduler) pass(ctx context.Context, limit int) (TickResult, error) {
+	if c, ok := s.cfg.Clock.(funcClock); ok {
+		stop := c.AfterFunc(s.cfg.StallAfter, s.wakeHelper)
+		defer stop()
+	}
 	res, err := s.runOnce(ctx, limit)
 	if ctx.Err() != nil {
 		return res, err
@@ -199,17 +225,23 @@ func (s *Scheduler) pass(ctx context.Context, limit int) (TickResult, error) {
 	}
 	if err == nil && res.Claimed == limit && limit == s.cfg.BatchSize {
 		for range s.cfg.Loops - 1 {
-			select {
-			case s.more <- struct{}{}:
-			default:
-			}
+			s.wakeHelper()
 		}
 	}
 	return res, err
 }
 
-// help is a helper loop of Start: once woken, it runs passes until one
-// claims less than a full batch or fails, then waits to be woken again.
+// wakeHelper wakes one helper loop, if one sleeps.
+func (s *Scheduler) wakeHelper() {
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
+// help is a helper loop of Start: once woken (a pass claimed a full batch,
+// or takes longer than StallAfter), it runs passes until one claims less
+// than a full batch or fails, then waits to be woken again.
 func (s *Scheduler) help(ctx context.Context) {
 	for {
 		select {
@@ -241,14 +273,14 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) 
 	var c *changes
 	defer func() { putChanges(c) }()
 	now := s.cfg.Clock.Now()
-	// late are the lateness of the starts, observed once they commit.
-	var late []time.Duration
+	// obs is what the metrics observe once the pass commits.
+	var obs passObs
 	claimed, err := s.cfg.Store.ClaimDue(ctx, now, limit, func(due []Model, slots Slots) (Batch, error) {
 		putChanges(c)
 		c = getChanges(len(due))
 		res = TickResult{}
-		late = late[:0]
-		jobs := s.tick(c, due, slots, now, &res, &late)
+		obs.reset()
+		jobs := s.tick(c, due, slots, now, &res, &obs)
 		if len(jobs) > 0 {
 			// Pushed once the batch is written, just before it commits: a
 			// worker's outcome then seldom finds its model still locked.
@@ -271,83 +303,83 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) 
 	if c != nil {
 		report(s.cfg.Metrics, s.cfg.Logger, c.Events, s.cfg.EventsFunc)
 	}
-	for _, d := range late {
+	for _, d := range obs.late {
 		s.cfg.Metrics.observeLateness(d)
 	}
+	s.cfg.Metrics.observeLimits(obs.held, obs.waits)
 	if claimed > 0 {
 		s.cfg.Metrics.observePass(LoopScheduler, s.cfg.Clock.Now().Sub(now))
 	}
 	return res, nil
 }
 
-// tick applies TickAll to each claimed model, in due order (refresh_at,
-// then id, so that slots go to the earliest), records the steps in c and
+// passObs is what a pass observes for the metrics, once it commits.
+type passObs struct {
+	late  []time.Duration // the lateness of the starts
+	held  []string        // the limit of each wait begun
+	waits []LimitWait     // the longest wait for each limit of the pass
+}
+
+func (o *passObs) reset() { o.late, o.held, o.waits = o.late[:0], o.held[:0], nil }
+
+// tick applies TickAll to each claimed model, records the steps in c and
 // returns the jobs of the starts. slots are the limits that match the
-// batch with their current attempts: a start that would exceed one waits,
-// a start counts in the pass's tally, and an attempt that ends in the pass
-// (a timeout, a supersession) frees its slot for the models after it.
-func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, res *TickResult, late *[]time.Duration) []Job {
+// batch with their current attempts and rate logs. Without limits the
+// models go in the store's order; with limits, in the fair turns of the
+// tenants (FairOrder, the tenants being the keys of the prefix limits
+// and those of TenantsFunc), so that the starts go to the earliest of
+// each tenant in turn: a start that a limit holds back waits, a start
+// counts in the pass's tally of each limit that covers it (its current
+// attempts, and its starts for a rate limit, a supersession included),
+// and an attempt that ends in the pass (a timeout) frees its slot for the
+// models after it. The starts under rate limits go to c.Starts.
+func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, res *TickResult, obs *passObs) []Job {
 	var jobs []Job
-	var running []int
+	var limits *passLimits
 	if len(slots.Limits) > 0 {
-		running = slices.Clone(slots.Running)
-		// Sorted in a copy: the store keeps the order of the slice it
-		// passed (it finds each row by its position).
-		due = slices.Clone(due)
-		slices.SortStableFunc(due, func(a, b Model) int {
-			if c := a.RefreshAt.Compare(b.RefreshAt); c != 0 {
-				return c
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
+		tenants := slots.Tenants
+		if s.cfg.TenantsFunc != nil {
+			tenants = append(slices.Clip(tenants), s.cfg.TenantsFunc()...)
+		}
+		limits = newPassLimits(slots, tenants, now)
+		due = limits.order(due)
 	}
 	var steps []Step // reused: each step is copied into c
 	for _, m := range due {
 		in := TickInput{UID: s.cfg.NewUIDFunc()}
-		for i, l := range slots.Limits {
-			if !l.Covers(m) {
-				continue
-			}
-			others := running[i]
-			if m.Running() {
-				others-- // a start that supersedes the model's own attempt takes over its slot
-			}
-			if others >= l.MaxRunning {
-				in.FullLimit = l
-				break
-			}
+		held := -1
+		if limits != nil {
+			held = limits.hold(m, &in)
 		}
 		steps = appendTickAll(steps[:0], m, in, now)
 		before := m
+		started := false
 		for _, st := range steps {
 			c.add(before, st.Model, st.Decision, now)
 			switch st.Decision.Event {
 			case EventStart:
+				started = true
 				res.Started++
 				jobs = append(jobs, JobFor(st.Model))
-				*late = append(*late, now.Sub(before.RefreshAt))
+				obs.late = append(obs.late, now.Sub(before.RefreshAt))
 			case EventTimeout:
 				res.TimedOut++
 			case EventWait:
-				res.Waiting++
+				obs.held = append(obs.held, in.FullLimit.Name())
 			}
 			before = st.Model
 		}
-		if len(steps) == 0 && m.WaitingForSlot {
+		if before.WaitingForSlot {
 			res.Waiting++
 		}
-		if m.Running() != before.Running() {
-			for i, l := range slots.Limits {
-				if !l.Covers(m) {
-					continue
-				}
-				if before.Running() {
-					running[i]++
-				} else {
-					running[i]--
-				}
-			}
+		if limits != nil {
+			limits.record(held, !in.Until.IsZero(), m, before, started)
 		}
+	}
+	if limits != nil {
+		c.Starts = limits.starts()
+		res.NextAdmit = limits.wakeAt()
+		obs.waits = limits.waits()
 	}
 	return jobs
 }

@@ -1,0 +1,67 @@
+package refresh_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// slowStore holds the first pass after its writes, as a commit slowed by
+// a checkpoint would, until released.
+type slowStore struct {
+	refresh.Store
+	passes  atomic.Int32
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (s *slowStore) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
+	n, err := s.Store.ClaimDue(ctx, now, limit, fn)
+	if s.passes.Add(1) == 1 {
+		close(s.held)
+		<-s.release
+	}
+	return n, err
+}
+
+// A model that falls due while a pass is held starts in a helper's pass
+// once the held one has taken StallAfter, not when it ends, whatever
+// Loops.
+func TestSchedulerPassesBesideAStalledOne(t *testing.T) {
+	for _, loops := range []int{1, 2} {
+		b := setup(t)
+		b.put(t, "first", `{"timeout": "10m"}`, true)
+		store := &slowStore{Store: b.store, held: make(chan struct{}), release: make(chan struct{})}
+		starts := make(chan string, 10)
+		s, err := refresh.NewScheduler(refresh.SchedulerConfig{
+			Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, Loops: loops,
+			StallAfter: 20 * time.Millisecond,
+			TickedFunc: func(r refresh.TickResult, err error) {
+				require.NoError(t, err)
+				if r.Started > 0 {
+					starts <- "started"
+				}
+			},
+		})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- s.Start(ctx) }()
+		<-store.held
+		// The held pass started "first"; "second" falls due while it is held.
+		b.put(t, "second", `{"timeout": "10m"}`, true)
+		b.clock.Advance(20 * time.Millisecond)
+		require.Equal(t, "started", <-starts, "a helper started the model due meanwhile")
+		jobs := b.queue.Take("q", 10)
+		require.Len(t, jobs, 2)
+		require.Equal(t, "second", jobs[1].ModelID)
+		close(store.release)
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
