@@ -470,9 +470,10 @@ func (m *Main) ParseFlags(args []string) error {
 		return err
 	}
 	s.ApplicationName = "freshen/" + c.InstanceID
-	// The loops hold a connection each while they work; the API, the
-	// health checks and the publisher use a few more.
-	s.MaxConns = int32(c.ClaimLoops + 6)
+	// The loops hold a connection each while they work, and so does the
+	// pass run beside a slow one; the API, the health checks and the
+	// publisher use a few more.
+	s.MaxConns = int32(c.ClaimLoops + 7)
 	if err := c.Webhook.check(); err != nil {
 		return err
 	}
