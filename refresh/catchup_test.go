@@ -102,7 +102,7 @@ func TestSkip(t *testing.T) {
 			model: func(t *testing.T) refresh.Model {
 				m := lateModel(t, "")
 				m.RefreshAt = occMorning
-				m, d := refresh.WaitForSlot(m, refresh.Limit{Kind: refresh.LimitQueue, Key: "default", MaxRunning: 1}, occMorning)
+				m, d := refresh.WaitForSlot(m, refresh.TickInput{FullLimit: refresh.Limit{Kind: refresh.LimitQueue, Key: "default", MaxRunning: 1}}, occMorning)
 				require.Equal(t, refresh.EventWait, d.Event)
 				return m
 			}},

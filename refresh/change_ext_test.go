@@ -80,7 +80,7 @@ func TestHistoryRowExtensions(t *testing.T) {
 			apply: func(t *testing.T) (Model, Model, Decision) {
 				m := extModel(t, "m1")
 				m.RefreshAt = changeNow
-				after, d := WaitForSlot(m, Limit{Kind: LimitQueue, Key: "default", MaxRunning: 1}, changeNow)
+				after, d := WaitForSlot(m, TickInput{FullLimit: Limit{Kind: LimitQueue, Key: "default", MaxRunning: 1}}, changeNow)
 				return m, after, d
 			}},
 	}

@@ -8,8 +8,8 @@ import (
 
 // Lifecycle names: how the events stream names its entries and webhooks
 // name their events. Most events keep their type (create, update, status,
-// trigger, pause, resume, cancel, stale, debounce, wait, freshness_lost,
-// freshness_restored); the others are named for what happened to the
+// trigger, pause, resume, cancel, stale, debounce, wait, wait_too_long,
+// freshness_lost, freshness_restored); the others are named for what happened to the
 // model (docs/transitions.md: an event skip is published as
 // skipped).
 const (
@@ -31,7 +31,7 @@ var LifecycleNames = []string{
 	EventCreate, EventUpdate, LifecycleStarted, LifecycleSucceeded, LifecycleRecovered, LifecycleFailed,
 	LifecycleRetryScheduled, LifecycleDisabled, LifecycleEnabled, EventStale, EventStatus, EventTrigger,
 	EventPause, EventResume, EventCancel, LifecycleDeleted, LifecycleSkipped, LifecycleSnoozed,
-	EventDebounce, EventWait, EventFreshnessLost, EventFreshnessRestored,
+	EventDebounce, EventWait, EventWaitTooLong, EventFreshnessLost, EventFreshnessRestored,
 }
 
 // Lifecycle returns the lifecycle names of e, one entry of the events

@@ -1,6 +1,9 @@
 package refresh
 
 import (
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -59,6 +62,11 @@ type Metrics struct {
 	// Pruner deleted for their age and past the number kept per model.
 	HistoryPrunedByAge   atomic.Int64
 	HistoryPrunedByCount atomic.Int64
+
+	// limits are the counters and gauges of each limit by its name
+	// (LimitStats).
+	limitsMu sync.Mutex
+	limits   map[string]*LimitStat
 
 	// Observer, if set, receives the durations the loops measure (start
 	// lateness, attempt durations, pass lengths). Set it before the loops
@@ -201,5 +209,65 @@ func (m *Metrics) observeAttempt(d time.Duration) {
 func (m *Metrics) observePass(l Loop, d time.Duration) {
 	if m.Observer != nil {
 		m.Observer.ObservePass(l, d)
+	}
+}
+
+// LimitStat is what the scheduler saw of one limit (Metrics.LimitStats).
+type LimitStat struct {
+	// Limit is the limit's name (Limit.Name, e.g. "rate_key:api.example.com").
+	Limit string
+	// Held counts the starts the limit held back, once per wait (the wait
+	// events naming it).
+	Held int64
+	// Wait is a gauge: how long the longest current waiter of the limit has
+	// waited (now - refresh_at), as of the last pass that saw the limit; 0
+	// when that pass found none waiting.
+	Wait time.Duration
+}
+
+// LimitWait is the longest wait for one limit that a pass saw.
+type LimitWait struct {
+	Limit string
+	Wait  time.Duration
+}
+
+// LimitStats returns what the scheduler saw of each limit it ever met, by
+// name: the freshen_limit_held_total and freshen_limit_wait_seconds
+// series.
+func (m *Metrics) LimitStats() []LimitStat {
+	m.limitsMu.Lock()
+	defer m.limitsMu.Unlock()
+	out := make([]LimitStat, 0, len(m.limits))
+	for _, st := range m.limits {
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b LimitStat) int { return strings.Compare(a.Limit, b.Limit) })
+	return out
+}
+
+// observeLimits adds the waits a committed pass began (held: the name of
+// each wait's limit) and sets the longest waits it saw.
+func (m *Metrics) observeLimits(held []string, waits []LimitWait) {
+	if len(held) == 0 && len(waits) == 0 {
+		return
+	}
+	m.limitsMu.Lock()
+	defer m.limitsMu.Unlock()
+	stat := func(name string) *LimitStat {
+		if m.limits == nil {
+			m.limits = map[string]*LimitStat{}
+		}
+		st := m.limits[name]
+		if st == nil {
+			st = &LimitStat{Limit: name}
+			m.limits[name] = st
+		}
+		return st
+	}
+	for _, name := range held {
+		stat(name).Held++
+	}
+	for _, w := range waits {
+		stat(w.Limit).Wait = w.Wait
 	}
 }

@@ -8,38 +8,69 @@ import (
 	"unicode/utf8"
 )
 
-// This file holds the concurrency limits of docs/policy.md, as far as
-// one model sees them. Limits (max_running per queue and per id prefix)
-// live in the store; the scheduler counts the current attempts (models
-// with attempt_uid set) that each limit matching a due model covers, and
-// tells Tick which one is full (TickInput.FullLimit). A due model over a
-// limit stays due with waiting_for_slot set: it is not started and is not
-// an attempt. Slots go by refresh_at, then id.
+// This file holds the limits of docs/policy.md, as far as one model sees
+// them. Limits (max_running, and max_starts per a period, per queue, id
+// prefix or rate key) live in the store; the scheduler counts the
+// current attempts that each limit matching a due model covers and the
+// starts each rate limit admits (rate.go), and tells Tick which limit
+// holds the start back (TickInput.FullLimit, with TickInput.Until for a
+// rate limit). A due model held back stays due with waiting_for_slot
+// set: it is not started and is not an attempt. Starts go to the waiting
+// models by the fair turns of the tenants (fair.go), then refresh_at,
+// then id.
 
-// WaitForSlot records that the start due at now waits for a slot of the
-// full concurrency limit l: waiting_for_slot = true and waiting_limit =
-// l.Name(), nothing else changes, and the model stays due. The decision, a
-// wait event whose Reason is l (e.g. `queue "exports" (max_running 5)`), is
-// made once per wait and limit: it changes nothing (Decision.Event "")
-// when the model already waits for l or no start is due, and is made
-// again when the model, offered a slot of the limit it waited for, finds
-// another limit full. Start, Skip, Pause, Cancel and Edit (when the plan
-// is no longer due) end the wait.
-func WaitForSlot(m Model, l Limit, now time.Time) (Model, Decision) {
+// WaitForSlot records that the start due at now waits for the limit
+// in.FullLimit: waiting_for_slot = true, waiting_limit = its Name(),
+// waiting_until = in.Until (when a rate limit admits its next start; zero
+// for a concurrency limit) and waiting_tenant = in.Tenant; nothing else
+// changes, and the model stays due. The decision, a wait event whose
+// Reason is the limit (e.g. `queue "exports" (max_running 5)`) and whose
+// Why says when the start can be made, is made once per wait and limit:
+// it changes nothing (Decision.Event "") when the model already waits for
+// that limit or no start is due, and is made again when the model,
+// offered a start of the limit it waited for, finds another limit full.
+// Start, Skip, Pause, Cancel and Edit (when the plan is no longer due)
+// end the wait.
+func WaitForSlot(m Model, in TickInput, now time.Time) (Model, Decision) {
+	l := in.FullLimit
 	if (m.WaitingForSlot && m.WaitingLimit == l.Name()) || !m.CanStart(now) {
 		return m, Decision{}
 	}
-	m.WaitingForSlot, m.WaitingLimit = true, l.Name()
+	m.endWait()
+	m.WaitingForSlot, m.WaitingLimit, m.WaitingUntil, m.WaitingTenant = true, l.Name(), in.Until, in.Tenant
+	limit := l.String()
+	why := "due since " + ts(m.RefreshAt) + ", but " + limit + " has no free slot: the start waits"
+	if !in.Until.IsZero() {
+		why = "due since " + ts(m.RefreshAt) + ", but " + limit + " admits no start before " + ts(in.Until) + ": the start waits"
+	}
+	return m, Decision{Event: EventWait, Rule: "slot.wait", AttemptNo: m.AttemptNo, Reason: limit, Why: why}
+}
+
+// WaitTooLong marks the wait of a model held back by limit l (the limit
+// it waits for) that has lasted longer than its policy's max_lateness at
+// now (now - refresh_at > max_lateness): wait_too_long = true and a
+// wait_too_long event whose Reason is l, once per wait. It changes
+// nothing when the model does not wait, the policy has no max_lateness,
+// the wait is not that long yet or was marked already. The catch-up
+// window skips a late start at a scheduled occurrence before it can wait
+// that long (Skip); the others (triggers, retry delays, snoozes) wait on.
+func WaitTooLong(m Model, l Limit, now time.Time) (Model, Decision) {
+	window := time.Duration(m.Policy.MaxLateness)
+	if !m.WaitingForSlot || m.WaitTooLong || window <= 0 || now.Sub(m.RefreshAt) <= window {
+		return m, Decision{}
+	}
+	m.WaitTooLong = true
 	limit := l.String()
 	return m, Decision{
-		Event: EventWait, Rule: "slot.wait", AttemptNo: m.AttemptNo, Reason: limit,
-		Why: "due since " + ts(m.RefreshAt) + ", but " + limit + " has no free slot: the start waits",
+		Event: EventWaitTooLong, Rule: "slot.wait_too_long", AttemptNo: m.AttemptNo, Reason: limit,
+		Why: fmt.Sprintf("due since %s, the start has waited for %s for %s, more than max_lateness %s",
+			ts(m.RefreshAt), limit, Duration(now.Sub(m.RefreshAt)), m.Policy.MaxLateness),
 	}
 }
 
-// endWait ends the model's wait for a slot, if any.
+// endWait ends the model's wait for a limit, if any.
 func (m *Model) endWait() {
-	m.WaitingForSlot, m.WaitingLimit = false, ""
+	m.WaitingForSlot, m.WaitingLimit, m.WaitingUntil, m.WaitingTenant, m.WaitTooLong = false, "", time.Time{}, "", false
 }
 
 // Kinds of concurrency limit (Limit.Kind).

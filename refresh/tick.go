@@ -12,15 +12,24 @@ type TickInput struct {
 	// UID is the uid a start would give its attempt (a fresh xid). Tick
 	// uses it only for a start.
 	UID string
-	// FullLimit is a concurrency limit that matches the model and has no
-	// free slot; the zero Limit when every matching limit has a free slot,
-	// or none matches. A start it blocks waits (WaitForSlot).
+	// FullLimit is a limit that matches the model and holds its start
+	// back: a concurrency limit without a free slot, or a rate limit that
+	// admits no start now; the zero Limit when every matching limit
+	// admits the start, or none matches. A start it holds back waits
+	// (WaitForSlot).
 	FullLimit Limit
+	// Until is, when FullLimit is a rate limit that admits no start now,
+	// the instant it admits its next start (Limit.Admits); zero for a
+	// concurrency limit.
+	Until time.Time
+	// Tenant is the model's tenant (Tenant), kept with a wait so that the
+	// stores offer starts to the tenants in turn.
+	Tenant string
 }
 
 // MaxTickSteps bounds the steps TickAll takes at one instant; Tick never
 // needs more (a timeout, a debounce, a freshness_lost, then a skip, a
-// wait or a start).
+// wait and a wait_too_long, or a start).
 const MaxTickSteps = 8
 
 // Tick applies to m the first thing due at now, in the order of docs/transitions.md, and
@@ -35,9 +44,9 @@ const MaxTickSteps = 8
 //  3. the freshness instant, if the episode is not open yet
 //     (LoseFreshness), with the state the steps before left;
 //  4. if a start is due (CanStart): its skip by the catch-up window
-//     (Skip), else its wait for a slot when in.FullLimit is set
-//     (WaitForSlot, once per wait), else the start of attempt in.UID
-//     (Start).
+//     (Skip), else its wait when in.FullLimit is set (WaitForSlot, once
+//     per wait, then WaitTooLong once the wait lasts longer than
+//     max_lateness), else the start of attempt in.UID (Start).
 func Tick(m Model, in TickInput, now time.Time) (Model, Decision) {
 	if m.TimedOut(now) {
 		return Timeout(m, now)
@@ -55,7 +64,10 @@ func Tick(m Model, in TickInput, now time.Time) (Model, Decision) {
 		return after, d
 	}
 	if in.FullLimit.Kind != "" {
-		return WaitForSlot(m, in.FullLimit, now)
+		if after, d := WaitForSlot(m, in, now); d.Event != "" {
+			return after, d
+		}
+		return WaitTooLong(m, in.FullLimit, now)
 	}
 	return Start(m, in.UID, now)
 }

@@ -187,17 +187,17 @@ func TestSlotWaitEnds(t *testing.T) {
 		m := transitionModel(t, `{`+parisSchedule+`, "timeout": "1h"}`)
 		m.RefreshAt = now
 		acme := refresh.Limit{Kind: refresh.LimitPrefix, Key: "acme-", MaxRunning: 2}
-		m, d := refresh.WaitForSlot(m, acme, now)
+		m, d := refresh.WaitForSlot(m, refresh.TickInput{FullLimit: acme}, now)
 		require.Equal(t, refresh.EventWait, d.Event)
 		require.Equal(t, `prefix "acme-" (max_running 2)`, d.Reason)
 		require.Equal(t, refresh.PhaseWaitingForSlot, m.Phase())
 		require.Equal(t, "prefix:acme-", m.WaitingLimit)
-		_, again := refresh.WaitForSlot(m, acme, now)
+		_, again := refresh.WaitForSlot(m, refresh.TickInput{FullLimit: acme}, now)
 		require.Empty(t, again.Event, "once per wait")
 		// Offered a slot of acme-, the model finds its queue's limit full:
 		// it now waits for that one, with a wait event naming it.
 		exports := refresh.Limit{Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 1}
-		other, d := refresh.WaitForSlot(m, exports, now)
+		other, d := refresh.WaitForSlot(m, refresh.TickInput{FullLimit: exports}, now)
 		require.Equal(t, refresh.EventWait, d.Event)
 		require.Equal(t, `queue "exports" (max_running 1)`, d.Reason)
 		require.Equal(t, "queue:exports", other.WaitingLimit)

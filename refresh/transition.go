@@ -52,9 +52,13 @@ const (
 	// (debounce.go). Each trigger was published as EventTrigger when it
 	// came.
 	EventDebounce = "debounce"
-	// EventWait: a due model found a concurrency limit full and waits for
-	// a slot (slots.go). Published once per wait, not once per tick.
+	// EventWait: a due model found a limit full (no free slot, or no start
+	// admitted now) and waits (slots.go). Published once per wait, not once
+	// per tick.
 	EventWait = "wait"
+	// EventWaitTooLong: a model waiting for a limit has waited longer
+	// than its policy's max_lateness (slots.go). Published once per wait.
+	EventWaitTooLong = "wait_too_long"
 	// EventFreshnessLost: the model became overdue (freshness.go).
 	EventFreshnessLost = "freshness_lost"
 	// EventFreshnessRestored: a success ended the freshness episode

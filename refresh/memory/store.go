@@ -29,11 +29,15 @@ type Store struct {
 	taking   bool                         // a TakeEvents call is running
 	audit    auditLog                     // audit entries, kept after their model
 	limits   map[[2]string]refresh.Limit  // by kind and key
+	rates    rateLogs                     // the logs of the rate limits
 }
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{models: map[string]refresh.Model{}, attempts: map[string][]refresh.Attempt{}, limits: map[[2]string]refresh.Limit{}}
+	return &Store{
+		models: map[string]refresh.Model{}, attempts: map[string][]refresh.Attempt{},
+		limits: map[[2]string]refresh.Limit{}, rates: rateLogs{},
+	}
 }
 
 // clone returns a copy of m that shares no mutable memory with the store
@@ -171,12 +175,14 @@ func due(m refresh.Model, now time.Time) bool {
 
 // ClaimDue passes to fn up to limit due models that do not wait for a
 // slot, by DueAt then id, and, while limits exist or models wait, the
-// waiting models that may take a slot (as the postgres store chooses
-// them: for each limit with free slots, that many of the models waiting
-// for it, by refresh_at then id; the models waiting for a limit that no
-// longer exists, up to limit; and the first waiting models by refresh_at
-// then id, as many as the batch has room for), with the limits that cover
-// them, and writes its changes.
+// waiting models that may start (as the postgres store chooses them: for
+// each limit with free slots and starts, that many of the models waiting
+// for it, in the fair turns of their tenants (refresh.FairOrder by
+// waiting_tenant: by rank within the tenant, refresh_at, then id); the
+// models waiting for a limit that no longer exists, up to limit; and the
+// first waiting models in that order, as many as the batch has room for),
+// with the limits that cover them and the rate limits' logs, and writes
+// its changes.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,7 +207,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	}
 	var slots refresh.Slots
 	if len(s.limits) > 0 || len(waiting) > 0 {
-		slots, batch = s.claimForSlots(batch, waiting, limit)
+		slots, batch = s.claimForSlots(batch, waiting, limit, now)
 	}
 	budget := refresh.NewPayloadBudget()
 	for i, m := range batch {
@@ -224,7 +230,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 // slot added (see ClaimDue), and the limits that cover a model of the
 // result or that a model waits for, with their current attempts; the
 // caller holds s.mu.
-func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int) (refresh.Slots, []refresh.Model) {
+func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int, now time.Time) (refresh.Slots, []refresh.Model) {
 	limits := s.sortedLimits()
 	exists := map[string]bool{}
 	for _, l := range limits {
@@ -234,13 +240,13 @@ func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int) (refres
 	for _, m := range waiting {
 		waitedFor[m.WaitingLimit] = true
 	}
-	slices.SortFunc(waiting, func(a, b refresh.Model) int {
-		if c := a.RefreshAt.Compare(b.RefreshAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	refresh.FairOrder(waiting, func(m refresh.Model) string { return m.WaitingTenant })
 	var slots refresh.Slots
+	for _, l := range limits {
+		if l.Kind == refresh.LimitPrefix {
+			slots.Tenants = append(slots.Tenants, l.Key)
+		}
+	}
 	counted := map[string]bool{}
 	count := func(l refresh.Limit) int {
 		running := 0
@@ -252,6 +258,7 @@ func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int) (refres
 		counted[l.Name()] = true
 		slots.Limits = append(slots.Limits, l)
 		slots.Running = append(slots.Running, running)
+		slots.Rates = append(slots.Rates, s.rates.window(l, now))
 		return running
 	}
 	taken := map[string]bool{}
@@ -259,7 +266,15 @@ func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int) (refres
 		if !waitedFor[l.Name()] && !slices.ContainsFunc(batch, l.Covers) {
 			continue
 		}
-		free := l.MaxRunning - count(l)
+		running := count(l)
+		free := len(waiting)
+		if l.Concurrent() {
+			free = l.MaxRunning - running
+		}
+		if l.Rated() {
+			starts, _ := l.Admits(slots.Rates[len(slots.Rates)-1], now)
+			free = min(free, starts)
+		}
 		for _, m := range waiting {
 			if free <= 0 {
 				break
@@ -371,6 +386,7 @@ func (s *Store) DeleteLimit(_ context.Context, kind, key string) error {
 		return refresh.Errorf(refresh.ENOTFOUND, "limit %s %q not found", kind, key)
 	}
 	delete(s.limits, k)
+	s.rates.drop(refresh.Limit{Kind: kind, Key: key})
 	return nil
 }
 
@@ -474,6 +490,7 @@ func (s *Store) TakeEvents(_ context.Context, limit int, fn func([]refresh.Event
 // write stores a batch; the caller holds s.mu.
 func (s *Store) write(b refresh.Batch) {
 	s.audit.add(b.Audit)
+	s.rates.add(s.limits, b.Starts)
 	defer s.keepEvents(b.Events) // after the models, whose dependents it reads
 	for _, c := range b.Changes {
 		if c.Delete {

@@ -1,0 +1,52 @@
+package memory
+
+import (
+	"slices"
+	"time"
+
+	"github.com/freshen-dev/freshen/refresh"
+)
+
+// rateLogs are the logs of the rate limits (docs/policy.md): for each
+// limit with max_starts, by name, the starts of its last per, one entry
+// per pass that started models under it (refresh.RateStarts).
+type rateLogs map[string][]refresh.RateStarts
+
+// window returns the entries of l's log within its per before now (nil
+// for a limit without max_starts or with no such entry).
+func (r rateLogs) window(l refresh.Limit, now time.Time) []refresh.RateStarts {
+	if !l.Rated() {
+		return nil
+	}
+	var out []refresh.RateStarts
+	for _, e := range r[l.Name()] {
+		if e.At.Add(time.Duration(l.Per)).After(now) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// add appends the starts of a batch to the logs of the rate limits among
+// limits that they name, and drops each entry older than its limit's per
+// at the start appended.
+func (r rateLogs) add(limits map[[2]string]refresh.Limit, starts []refresh.LimitStarts) {
+	for _, st := range starts {
+		var l refresh.Limit
+		for _, c := range limits {
+			if c.Name() == st.Limit {
+				l = c
+				break
+			}
+		}
+		if !l.Rated() || st.N <= 0 {
+			continue
+		}
+		per := time.Duration(l.Per)
+		log := slices.DeleteFunc(r[st.Limit], func(e refresh.RateStarts) bool { return !e.At.Add(per).After(st.At) })
+		r[st.Limit] = append(log, refresh.RateStarts{At: st.At, N: st.N})
+	}
+}
+
+// drop deletes the log of limit l.
+func (r rateLogs) drop(l refresh.Limit) { delete(r, l.Name()) }
