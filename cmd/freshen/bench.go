@@ -247,6 +247,8 @@ func benchFigures(ctx context.Context, b *bench.Bench, cfg benchConfig, out io.W
 	benchRow(out, "peak RSS of freshen serve (VmHWM)", benchMB(lt.PeakRSS), fmt.Sprintf("<= %s", benchMB(targetRSS)), lt.PeakRSS <= targetRSS)
 	fmt.Fprintf(out, "  (%d starts measured, due from %.1fs into the run; %d due in the window did not start)\n",
 		lt.Measured, lt.Skipped.Seconds(), lt.Missed)
+	fmt.Fprintf(out, "  (the server meanwhile: %d checkpoints, %s of WAL, %d full-page images)\n",
+		lt.WAL.Checkpoints, benchMB(lt.WAL.Bytes), lt.WAL.FullPages)
 	return nil
 }
 

@@ -77,6 +77,28 @@ type LatenessResult struct {
 	// Skipped is the part of the window not measured at its start: the
 	// models due while the models were being loaded.
 	Skipped time.Duration
+	// WAL is what the server did during the window, from the end of the
+	// load: checkpoints, WAL bytes and full-page images written.
+	WAL WALActivity
+}
+
+// WALActivity is the difference of the server's checkpoint and WAL
+// counters (pg_stat_bgwriter, pg_stat_wal) over a span.
+type WALActivity struct {
+	Checkpoints int64
+	Bytes       int64
+	FullPages   int64
+}
+
+// walCounters reads the server's checkpoint and WAL counters.
+func walCounters(ctx context.Context, pool *pgxpool.Pool) (WALActivity, error) {
+	var w WALActivity
+	err := pool.QueryRow(ctx, `SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter),
+		wal_bytes::bigint, wal_fpi FROM pg_stat_wal`).Scan(&w.Checkpoints, &w.Bytes, &w.FullPages)
+	if err != nil {
+		return w, fmt.Errorf("read WAL counters: %w", err)
+	}
+	return w, nil
 }
 
 // Lateness loads Models models, Rate of them due per second, runs freshen
@@ -140,6 +162,10 @@ func (b *Bench) Lateness(ctx context.Context, cfg LatenessConfig) (LatenessResul
 		return res, err
 	}
 	loaded := b.clock.Now()
+	walBefore, err := walCounters(ctx, pool)
+	if err != nil {
+		return res, err
+	}
 	if _, err := pool.Exec(ctx, `SELECT pg_notify($1, current_schema())`, postgres.NotifyChannel); err != nil {
 		return res, err
 	}
@@ -155,6 +181,12 @@ func (b *Bench) Lateness(ctx context.Context, cfg LatenessConfig) (LatenessResul
 	if err != nil {
 		return res, err
 	}
+	walAfter, err := walCounters(ctx, pool)
+	if err != nil {
+		return res, err
+	}
+	res.WAL = WALActivity{Checkpoints: walAfter.Checkpoints - walBefore.Checkpoints,
+		Bytes: walAfter.Bytes - walBefore.Bytes, FullPages: walAfter.FullPages - walBefore.FullPages}
 	if err := serve.stop(); err != nil {
 		return res, err
 	}
