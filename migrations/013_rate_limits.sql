@@ -34,10 +34,13 @@ CREATE TABLE limit_starts (
 -- models under no tenant prefix): the scheduler offers a limit's free
 -- starts and slots to the tenants waiting for it in turn, the first
 -- waiting model of each, then the second..., through models_waiting_limit.
+-- wait_too_long marks a wait that has lasted longer than the policy's
+-- max_lateness, once its event is published.
 ALTER TABLE models
     ADD COLUMN rate_key text,
     ADD COLUMN waiting_until timestamptz,
-    ADD COLUMN waiting_tenant text NOT NULL DEFAULT '';
+    ADD COLUMN waiting_tenant text NOT NULL DEFAULT '',
+    ADD COLUMN wait_too_long boolean NOT NULL DEFAULT false;
 DROP INDEX models_waiting_limit;
 CREATE INDEX models_waiting_limit ON models (waiting_limit, waiting_tenant, refresh_at, id) WHERE waiting_for_slot;
 
@@ -46,6 +49,7 @@ CREATE INDEX models_waiting_limit ON models (waiting_limit, waiting_tenant, refr
 DROP INDEX models_waiting_limit;
 CREATE INDEX models_waiting_limit ON models (waiting_limit, refresh_at, id) WHERE waiting_for_slot;
 ALTER TABLE models
+    DROP COLUMN wait_too_long,
     DROP COLUMN waiting_tenant,
     DROP COLUMN waiting_until,
     DROP COLUMN rate_key;

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -53,16 +54,39 @@ func (s *Store) forgetSlots() {
 	s.slots.mu.Unlock()
 }
 
-// Limits returns the concurrency limits by kind then key.
+// limitColumns are the columns of limits that a Limit is read from, in
+// the order of scanLimit.
+const limitColumns = `kind, key, coalesce(max_running, 0), coalesce(max_starts, 0), coalesce(per, 0), coalesce(burst, 0)`
+
+// limitRow is what one row of limitColumns is scanned into.
+type limitRow struct {
+	l   refresh.Limit
+	per int64 // microseconds
+}
+
+func (r *limitRow) dest() []any {
+	return []any{&r.l.Kind, &r.l.Key, &r.l.MaxRunning, &r.l.MaxStarts, &r.per, &r.l.Burst}
+}
+
+func (r *limitRow) limit() refresh.Limit {
+	l := r.l
+	l.Per = refresh.Duration(time.Duration(r.per) * time.Microsecond)
+	return l
+}
+
+// nullInt is n, NULL if 0.
+func nullInt(n int64) pgtype.Int8 { return pgtype.Int8{Int64: n, Valid: n != 0} }
+
+// Limits returns the limits by kind then key.
 func (s *Store) Limits(ctx context.Context) ([]refresh.Limit, error) {
-	rows, err := s.pool.Query(ctx, `SELECT kind, key, max_running FROM limits ORDER BY kind, key`)
+	rows, err := s.pool.Query(ctx, `SELECT `+limitColumns+` FROM limits ORDER BY kind, key`)
 	if err != nil {
 		return nil, storeError("list limits", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (refresh.Limit, error) {
-		var l refresh.Limit
-		err := r.Scan(&l.Kind, &l.Key, &l.MaxRunning)
-		return l, err
+	var r limitRow
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (refresh.Limit, error) {
+		err := row.Scan(r.dest()...)
+		return r.limit(), err
 	})
 	if err != nil {
 		return nil, storeError("list limits", err)
@@ -71,17 +95,28 @@ func (s *Store) Limits(ctx context.Context) ([]refresh.Limit, error) {
 }
 
 // PutLimit creates or replaces l; with onlyNew it keeps an existing limit
-// of the same kind and key and reports false.
+// of the same kind and key and reports false. A limit replaced by one
+// without max_starts loses its log of starts; one that keeps max_starts
+// keeps it, so that the starts made under the old rate count under the
+// new one.
 func (s *Store) PutLimit(ctx context.Context, l refresh.Limit, onlyNew bool) (bool, error) {
 	if err := refresh.CheckLimit(l); err != nil {
 		return false, err
 	}
-	conflict := `DO UPDATE SET max_running = excluded.max_running`
+	conflict := `DO UPDATE SET max_running = excluded.max_running, max_starts = excluded.max_starts,
+		per = excluded.per, burst = excluded.burst`
 	if onlyNew {
 		conflict = `DO NOTHING`
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO limits (kind, key, max_running) VALUES ($1, $2, $3)
-		ON CONFLICT (kind, key) `+conflict, l.Kind, l.Key, l.MaxRunning)
+	tag, err := s.pool.Exec(ctx, `WITH put AS (
+			INSERT INTO limits (kind, key, max_running, max_starts, per, burst) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (kind, key) `+conflict+`
+			RETURNING kind, key, max_starts
+		), unlog AS (
+			DELETE FROM limit_starts s USING put WHERE put.max_starts IS NULL AND s.kind = put.kind AND s.key = put.key
+		)
+		SELECT FROM put`, l.Kind, l.Key, nullInt(int64(l.MaxRunning)), nullInt(int64(l.MaxStarts)),
+		nullInt(time.Duration(l.Per).Microseconds()), nullInt(int64(l.Burst)))
 	if err != nil {
 		return false, storeError(fmt.Sprintf("put limit %s %q", l.Kind, l.Key), err)
 	}
@@ -89,10 +124,11 @@ func (s *Store) PutLimit(ctx context.Context, l refresh.Limit, onlyNew bool) (bo
 	return tag.RowsAffected() > 0, nil
 }
 
-// DeleteLimit removes the limit of kind and key, or returns an
-// *refresh.Error with code ENOTFOUND.
+// DeleteLimit removes the limit of kind and key, with its log of starts,
+// or returns an *refresh.Error with code ENOTFOUND.
 func (s *Store) DeleteLimit(ctx context.Context, kind, key string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM limits WHERE kind = $1 AND key = $2`, kind, key)
+	tag, err := s.pool.Exec(ctx, `WITH unlog AS (DELETE FROM limit_starts WHERE kind = $1 AND key = $2)
+		DELETE FROM limits WHERE kind = $1 AND key = $2`, kind, key)
 	if err != nil {
 		return storeError(fmt.Sprintf("delete limit %s %q", kind, key), err)
 	}

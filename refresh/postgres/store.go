@@ -111,7 +111,8 @@ const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadli
 	last_success_at, last_error_kind, last_error_message, last_error_at,
 	disabled_at, disabled_reason, paused, status_message,
 	upstreams, upstreams_mode, last_changed_at, debounce_at, debounce_since,
-	debounce_cause, overdue_since, snoozed_since, waiting_for_slot, off_schedule, waiting_limit`
+	debounce_cause, overdue_since, snoozed_since, waiting_for_slot, off_schedule, waiting_limit,
+	rate_key, waiting_until, waiting_tenant, wait_too_long`
 
 // modelColumnsNoPayload is modelColumns with a NULL payload, for
 // TryModify and Filter.NoPayload.
@@ -142,7 +143,10 @@ type modelRow struct {
 	lastChangedAt, debounceAt, debounceSince, overdueSince        pgtype.Timestamptz
 	snoozedSince                                                  pgtype.Timestamptz
 	waitingForSlot, offSchedule                                   bool
-	waitingLimit                                                  pgtype.Text
+	waitingLimit, rateKey                                         pgtype.Text
+	waitingUntil                                                  pgtype.Timestamptz
+	waitingTenant                                                 string
+	waitTooLong                                                   bool
 	tid                                                           pgtype.TID
 	dest                                                          []any
 }
@@ -159,7 +163,8 @@ func newModelRow(withTID bool) *modelRow {
 		&r.lastSuccessAt, &r.lastErrorKind, &r.lastErrorMessage, &r.lastErrorAt,
 		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage,
 		&r.upstreams, &r.upstreamsMode, &r.lastChangedAt, &r.debounceAt, &r.debounceSince,
-		&r.debounceCause, &r.overdueSince, &r.snoozedSince, &r.waitingForSlot, &r.offSchedule, &r.waitingLimit)
+		&r.debounceCause, &r.overdueSince, &r.snoozedSince, &r.waitingForSlot, &r.offSchedule, &r.waitingLimit,
+		&r.rateKey, &r.waitingUntil, &r.waitingTenant, &r.waitTooLong)
 	return r
 }
 
@@ -210,6 +215,10 @@ func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (refresh.Model, er
 	m.SnoozedSince = fromTimestamptz(r.snoozedSince)
 	m.WaitingForSlot = r.waitingForSlot
 	m.WaitingLimit = r.waitingLimit.String
+	m.RateKey = r.rateKey.String
+	m.WaitingUntil = fromTimestamptz(r.waitingUntil)
+	m.WaitingTenant = r.waitingTenant
+	m.WaitTooLong = r.waitTooLong
 	m.OffSchedule = r.offSchedule
 	return m, nil
 }
@@ -596,173 +605,6 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return len(due), storeError("claim due models", err)
 	}
 	return len(due), nil
-}
-
-// lockSlotsSQL takes the slots lock, a transaction-scoped advisory lock
-// of the schema that the scheduler passes of every instance hold while
-// limits exist. It is taken before the pass claims anything, in a
-// statement of its own: each statement after it sees what the pass that
-// held the lock before committed, so the count of current attempts is
-// right and no model can be due, unclaimed and earlier than the models a
-// pass starts (save those an API call holds at that instant).
-const lockSlotsSQL = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.freshen_slots'))`
-
-// coversSQL is Limit.Covers in SQL, for a limit l and a model m.
-const coversSQL = `CASE l.kind WHEN 'queue' THEN m.queue = l.key ELSE starts_with(m.id, l.key) END`
-
-// claimForSlots runs under the slots lock. It reads the limits as they
-// are (not as limited last read them) and counts the current attempts of
-// those that cover a model of locked or that a model waits for; then it
-// adds to locked, in one more statement:
-//
-//   - for each limit with free slots, as many of the models waiting for
-//     it (waiting_limit) as it has free slots, earliest refresh_at first
-//     (then by id): the batch may be full of newly due models, and the
-//     earliest waiting ones still get the slots that freed, whatever the
-//     batch size;
-//   - the models waiting for a limit that no longer exists, up to limit;
-//   - waiting models by refresh_at, up to limit models in all, as before
-//     the limits existed, so that each is looked at again (its catch-up
-//     window, its freshness instant).
-//
-// Every lookup goes through an index (models_waiting_limit,
-// models_waiting): a pass costs the same with a hundred thousand models
-// waiting. Last, it counts the limits that cover an added model and were
-// not counted yet. It returns the limits it counted and their current
-// attempts.
-func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit int, locked *lockedModels, budget *refresh.PayloadBudget) (refresh.Slots, error) {
-	ids, queues := make([]string, len(locked.models)), make([]string, len(locked.models))
-	for i, m := range locked.models {
-		ids[i], queues[i] = m.ID, m.Queue
-	}
-	b := &pgx.Batch{}
-	// The names of the limits that models wait for, one index probe each
-	// (a loose scan of models_waiting_limit).
-	const waited = `WITH RECURSIVE w(name) AS (
-			(SELECT waiting_limit FROM models WHERE waiting_for_slot AND waiting_limit IS NOT NULL
-				ORDER BY waiting_limit LIMIT 1)
-			UNION ALL
-			SELECT (SELECT m.waiting_limit FROM models m WHERE m.waiting_for_slot AND m.waiting_limit > w.name
-				ORDER BY m.waiting_limit LIMIT 1)
-			FROM w WHERE w.name IS NOT NULL)`
-	b.Queue(waited+`
-		SELECT l.kind, l.key, l.max_running, l.waited,
-			CASE WHEN l.waited OR l.covering THEN
-				(SELECT count(*) FROM models m WHERE m.attempt_uid IS NOT NULL AND `+coversSQL+`) END
-		FROM (SELECT l.kind, l.key, l.max_running, l.kind || ':' || l.key IN (SELECT name FROM w WHERE name IS NOT NULL) AS waited,
-				EXISTS (SELECT FROM unnest($1::text[], $2::text[]) AS m(id, queue) WHERE `+coversSQL+`) AS covering
-			FROM limits AS l) AS l
-		ORDER BY l.kind, l.key`, ids, queues)
-	// The names waited for that are no longer limits, and whether a model
-	// waits for none (it waited before waiting_limit existed).
-	b.Queue(waited + `
-		SELECT array(SELECT name FROM w WHERE name IS NOT NULL AND name NOT IN (SELECT kind || ':' || key FROM limits)),
-			EXISTS (SELECT FROM models WHERE waiting_for_slot AND waiting_limit IS NULL),
-			EXISTS (SELECT FROM w WHERE name IS NOT NULL)`)
-	var all []refresh.Limit
-	var slots refresh.Slots
-	var freeNames []string
-	var free []int
-	counted := map[string]bool{}
-	var gone []string
-	var unnamed, anyWaited bool
-	res := tx.SendBatch(ctx, b)
-	rows, err := res.Query()
-	if err == nil {
-		for rows.Next() {
-			var l refresh.Limit
-			var waits bool
-			var running *int
-			if err = rows.Scan(&l.Kind, &l.Key, &l.MaxRunning, &waits, &running); err != nil {
-				break
-			}
-			all = append(all, l)
-			if running == nil {
-				continue
-			}
-			counted[l.Name()] = true
-			slots.Limits = append(slots.Limits, l)
-			slots.Running = append(slots.Running, *running)
-			if waits && *running < l.MaxRunning {
-				freeNames, free = append(freeNames, l.Name()), append(free, l.MaxRunning-*running)
-			}
-		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
-	}
-	if err == nil {
-		err = res.QueryRow().Scan(&gone, &unnamed, &anyWaited)
-	}
-	if cerr := res.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return slots, err
-	}
-	room := max(limit-len(locked.models), 0)
-	if !anyWaited && !unnamed {
-		room = 0
-	}
-	if len(free) == 0 && len(gone) == 0 && !unnamed && room == 0 {
-		return slots, nil
-	}
-	rows, err = tx.Query(ctx, `SELECT ctid, `+modelColumns+` FROM models
-		WHERE id = ANY (ARRAY(
-			SELECT w.id FROM unnest($1::text[], $2::int[]) AS l(name, free)
-			CROSS JOIN LATERAL (SELECT m.id FROM models m
-				WHERE m.waiting_for_slot AND m.waiting_limit = l.name AND m.due_at <= $3
-				ORDER BY m.waiting_limit, m.refresh_at, m.id -- models_waiting_limit's order
-				LIMIT l.free) AS w
-			UNION ALL
-			(SELECT m.id FROM models m
-				WHERE m.waiting_for_slot AND m.due_at <= $3 AND (m.waiting_limit = ANY ($4::text[]) OR ($5 AND m.waiting_limit IS NULL))
-				ORDER BY m.refresh_at, m.id
-				LIMIT $6)
-			UNION ALL
-			(SELECT m.id FROM models m WHERE m.waiting_for_slot AND m.due_at <= $3
-				ORDER BY m.refresh_at, m.id
-				LIMIT $7)))
-			AND waiting_for_slot AND due_at <= $3
-		ORDER BY refresh_at, id
-		FOR UPDATE SKIP LOCKED`, freeNames, free, now, gone, unnamed, limit, room)
-	if err != nil {
-		return slots, err
-	}
-	more, err := collectLocked(rows, limit, &s.policies, budget)
-	if err != nil {
-		return slots, err
-	}
-	locked.models = append(locked.models, more.models...)
-	locked.tids = append(locked.tids, more.tids...)
-	// A waiting model added may be covered by a limit that neither covers
-	// the batch nor has models waiting for it: count it too.
-	var extra []refresh.Limit
-	for _, l := range all {
-		if !counted[l.Name()] && slices.ContainsFunc(more.models, l.Covers) {
-			extra = append(extra, l)
-		}
-	}
-	if len(extra) == 0 {
-		return slots, nil
-	}
-	kinds, keys := make([]string, len(extra)), make([]string, len(extra))
-	for i, l := range extra {
-		kinds[i], keys[i] = l.Kind, l.Key
-	}
-	rows, err = tx.Query(ctx, `SELECT (SELECT count(*) FROM models m WHERE m.attempt_uid IS NOT NULL AND `+coversSQL+`)
-		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS l(kind, key, i) ORDER BY l.i`, kinds, keys)
-	if err != nil {
-		return slots, err
-	}
-	running, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		return slots, err
-	}
-	slots.Limits = append(slots.Limits, extra...)
-	slots.Running = append(slots.Running, running...)
-	return slots, nil
 }
 
 // modifyTries bounds how often Modify runs fn when models it creates are

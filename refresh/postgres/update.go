@@ -51,8 +51,9 @@ const (
 	colOverdueSince
 	colOverdueAt
 	colSnoozedSince
-	colWaitingForSlot // waiting_for_slot, waiting_limit
+	colWaitingForSlot // waiting_for_slot, waiting_limit, waiting_until, waiting_tenant, wait_too_long
 	colOffSchedule
+	colRateKey
 	numColumns
 )
 
@@ -87,9 +88,12 @@ var columnSQL = [numColumns]struct {
 	colOverdueSince: {[]string{"timestamptz[]"}, []string{"overdue_since"}, []string{"overdue_since = u.overdue_since"}},
 	colOverdueAt:    {[]string{"timestamptz[]"}, []string{"overdue_at"}, []string{"overdue_at = u.overdue_at"}},
 	colSnoozedSince: {[]string{"timestamptz[]"}, []string{"snoozed_since"}, []string{"snoozed_since = u.snoozed_since"}},
-	colWaitingForSlot: {[]string{"bool[]", "text[]"}, []string{"waiting_for_slot", "waiting_limit"},
-		[]string{"waiting_for_slot = u.waiting_for_slot", "waiting_limit = u.waiting_limit"}},
+	colWaitingForSlot: {[]string{"bool[]", "text[]", "timestamptz[]", "text[]", "bool[]"},
+		[]string{"waiting_for_slot", "waiting_limit", "waiting_until", "waiting_tenant", "wait_too_long"},
+		[]string{"waiting_for_slot = u.waiting_for_slot", "waiting_limit = u.waiting_limit",
+			"waiting_until = u.waiting_until", "waiting_tenant = u.waiting_tenant", "wait_too_long = u.wait_too_long"}},
 	colOffSchedule: {[]string{"bool[]"}, []string{"off_schedule"}, []string{"off_schedule = u.off_schedule"}},
+	colRateKey:     {[]string{"text[]"}, []string{"rate_key"}, []string{"rate_key = u.rate_key"}},
 }
 
 // allColumns is the mask of every column: an insert writes them all.
@@ -186,8 +190,9 @@ func changedColumns(old, m *refresh.Model) uint32 {
 		colDebounce:            !old.DebounceAt.Equal(m.DebounceAt) || !old.DebounceSince.Equal(m.DebounceSince) || old.DebounceCause != m.DebounceCause,
 		colOverdueSince:        !old.OverdueSince.Equal(m.OverdueSince),
 		colSnoozedSince:        !old.SnoozedSince.Equal(m.SnoozedSince),
-		colWaitingForSlot:      old.WaitingForSlot != m.WaitingForSlot || waitingLimit(old) != waitingLimit(m),
+		colWaitingForSlot:      !waitOf(old).equal(waitOf(m)),
 		colOffSchedule:         old.OffSchedule != m.OffSchedule,
+		colRateKey:             old.RateKey != m.RateKey,
 	}
 	// overdue_at follows the policy's max_age, last_success_at, created_at
 	// and overdue_since: it is compared only when one of them changed (a
@@ -245,8 +250,9 @@ type updateArrays struct {
 	upstreams, upstreamsMode, debounceCause        array[pgtype.Text]
 	lastChangedAt, debounceAt, debounceSince       array[pgtype.Timestamptz]
 	overdueSince, overdueAt, snoozedSince          array[pgtype.Timestamptz]
-	waitingForSlot, offSchedule                    []bool
-	waitingLimit                                   array[pgtype.Text]
+	waitingForSlot, offSchedule, waitTooLong       []bool
+	waitingLimit, waitingTenant, rateKey           array[pgtype.Text]
+	waitingUntil                                   array[pgtype.Timestamptz]
 }
 
 func newUpdateArrays(mask uint32, n int) *updateArrays {
@@ -284,7 +290,10 @@ func newUpdateArrays(mask uint32, n int) *updateArrays {
 	a.debounceAt, a.debounceSince, a.debounceCause = times(colDebounce), times(colDebounce), texts(colDebounce)
 	if has(colWaitingForSlot) {
 		a.waitingForSlot, a.waitingLimit = make([]bool, 0, n), texts(colWaitingForSlot)
+		a.waitingUntil, a.waitingTenant = times(colWaitingForSlot), texts(colWaitingForSlot)
+		a.waitTooLong = make([]bool, 0, n)
 	}
+	a.rateKey = texts(colRateKey)
 	if has(colOffSchedule) {
 		a.offSchedule = make([]bool, 0, n)
 	}
@@ -390,11 +399,18 @@ func (a *updateArrays) add(m *refresh.Model) error {
 		a.snoozedSince = append(a.snoozedSince, timestamptz(m.SnoozedSince))
 	}
 	if has(colWaitingForSlot) {
-		a.waitingForSlot = append(a.waitingForSlot, m.WaitingForSlot)
-		a.waitingLimit = append(a.waitingLimit, text(waitingLimit(m)))
+		w := waitOf(m)
+		a.waitingForSlot = append(a.waitingForSlot, w.waiting)
+		a.waitingLimit = append(a.waitingLimit, text(w.limit))
+		a.waitingUntil = append(a.waitingUntil, timestamptz(w.until))
+		a.waitingTenant = append(a.waitingTenant, textNotNull(w.tenant))
+		a.waitTooLong = append(a.waitTooLong, w.tooLong)
 	}
 	if has(colOffSchedule) {
 		a.offSchedule = append(a.offSchedule, m.OffSchedule)
+	}
+	if has(colRateKey) {
+		a.rateKey = append(a.rateKey, text(m.RateKey))
 	}
 	return nil
 }
@@ -456,9 +472,11 @@ func (a *updateArrays) args() []any {
 		case colSnoozedSince:
 			out = append(out, a.snoozedSince)
 		case colWaitingForSlot:
-			out = append(out, a.waitingForSlot, a.waitingLimit)
+			out = append(out, a.waitingForSlot, a.waitingLimit, a.waitingUntil, a.waitingTenant, a.waitTooLong)
 		case colOffSchedule:
 			out = append(out, a.offSchedule)
+		case colRateKey:
+			out = append(out, a.rateKey)
 		}
 	}
 	return out

@@ -67,12 +67,26 @@ func overdueAt(m *refresh.Model) time.Time {
 	return at
 }
 
-// waitingLimit returns the limit m waits for, or "" when it does not wait.
-func waitingLimit(m *refresh.Model) string {
+// wait is what the columns of colWaitingForSlot hold of a model: the
+// limit it waits for, until when, its tenant and whether it has waited
+// too long, all empty when it does not wait.
+type wait struct {
+	waiting, tooLong bool
+	limit, tenant    string
+	until            time.Time
+}
+
+// waitOf returns the wait of m as stored, with until at the microsecond
+// (as read back).
+func waitOf(m *refresh.Model) wait {
 	if !m.WaitingForSlot {
-		return ""
+		return wait{}
 	}
-	return m.WaitingLimit
+	return wait{true, m.WaitTooLong, m.WaitingLimit, m.WaitingTenant, m.WaitingUntil.Truncate(time.Microsecond)}
+}
+
+func (w wait) equal(o wait) bool {
+	return w.waiting == o.waiting && w.tooLong == o.tooLong && w.limit == o.limit && w.tenant == o.tenant && w.until.Equal(o.until)
 }
 
 // attemptArrays holds a batch of history rows column by column.
@@ -112,14 +126,15 @@ func dueAt(m refresh.Model) time.Time {
 	return m.DueAt()
 }
 
-// write stores batch b in t with at most nine statements sent in one
+// write stores batch b in t with at most ten statements sent in one
 // round trip, followed, when the batch has no BeforeCommitFunc, by the
 // COMMIT. locked are the models the transaction holds: a change to one
 // of them updates it (or deletes it, with its history), any other change
 // creates its model (errCreated if it exists by then). When several
 // changes name the same model, or several attempts the same uid, the last
 // one wins. The batch's events go to the outbox (queueEvents: those that
-// names and the Publisher need, in one row). If a written
+// names and the Publisher need, in one row), its starts to the logs of
+// their rate limits (queueStarts). If a written
 // model can become due earlier than before, write notifies NotifyChannel.
 //
 // History rows: the end of an attempt inserts its row (or completes the row
@@ -134,7 +149,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 	// Without a hook to call before the commit, the commit goes with the
 	// writes.
 	commit := batch.BeforeCommitFunc == nil
-	if len(changes) == 0 && len(batch.Events) == 0 && len(batch.Audit) == 0 {
+	if len(changes) == 0 && len(batch.Events) == 0 && len(batch.Audit) == 0 && len(batch.Starts) == 0 {
 		if commit {
 			return t.commit(ctx)
 		}
@@ -250,6 +265,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 	if err != nil {
 		return err
 	}
+	started := queueStarts(b, batch.Starts)
 	if notify {
 		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
 	}
@@ -304,6 +320,11 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 		if audited {
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("write %d audit entries: %w", len(batch.Audit), err)
+			}
+		}
+		if started {
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("log the starts of %d rate limits: %w", len(batch.Starts), err)
 			}
 		}
 		if notify {
