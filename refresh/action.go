@@ -198,14 +198,14 @@ func Edit(m Model, p Policy, now time.Time) (Model, Decision) {
 // existing model does, trigger being the write's "trigger": true.
 //
 //   - A write that changes the definition of a disabled model (any field
-//     DefinitionChanges names: queue, payload, policy, upstreams) re-enables
-//     it: the customer replaced what was broken. It takes effect as a
-//     trigger with no cause (TriggerFrom), so it clears the disabled state,
-//     counters and streak and plans a start now, or, when def's policy has
-//     trigger_debounce, joins the debounce window, which clears them when
-//     it takes effect. The decision is an update event (rule
-//     "update.disabled"), then the trigger's in Decision.Also; trigger
-//     asks for nothing more.
+//     DefinitionChanges names: queue, payload, policy, upstreams,
+//     rate_key) re-enables it: the customer replaced what was broken. It
+//     takes effect as a trigger with no cause (TriggerFrom), so it clears
+//     the disabled state, counters and streak and plans a start now, or,
+//     when def's policy has trigger_debounce, joins the debounce window,
+//     which clears them when it takes effect. The decision is an update
+//     event (rule "update.disabled"), then the trigger's in Decision.Also;
+//     trigger asks for nothing more.
 //   - Otherwise the model keeps its run state (Edit), and with trigger is
 //     triggered (Trigger), whose decision is returned; without trigger the
 //     decision is Edit's, with no event, and a disabled model stays
@@ -214,7 +214,7 @@ func Edit(m Model, p Policy, now time.Time) (Model, Decision) {
 // The caller checks def first, as for Edit.
 func Update(m Model, def Definition, trigger bool, now time.Time) (Model, Decision) {
 	before := m
-	m.Queue, m.Payload, m.Upstreams, m.UpstreamsMode = def.Queue, def.Payload, def.Upstreams, def.UpstreamsMode
+	m.Queue, m.Payload, m.Upstreams, m.UpstreamsMode, m.RateKey = def.Queue, def.Payload, def.Upstreams, def.UpstreamsMode, def.RateKey
 	m, d := Edit(m, def.Policy, now)
 	if before.Disabled() {
 		if changes := DefinitionChanges(before, m); len(changes) > 0 {

@@ -92,13 +92,13 @@ func TestUpdate(t *testing.T) {
 	disabled := func(t *testing.T, p string) refresh.Model {
 		m := transitionModel(t, p)
 		m.Queue, m.Payload = "imports", []byte(`{"input_url": "htp:/broken"}`)
-		m.Upstreams = []string{"orders"}
+		m.Upstreams, m.RateKey = []string{"orders"}, "example.com"
 		m.AttemptNo, m.ConsecutiveFailures, m.FailingSince, m.LastError = 3, 3, now.Add(-2*time.Hour), lastErr
 		m.DisabledAt, m.DisabledReason = now.Add(-time.Hour), "Refresh disabled after 3 failed attempt(s)."
 		return m
 	}
 	same := func(m refresh.Model) refresh.Definition {
-		return refresh.Definition{Queue: m.Queue, Payload: m.Payload, Policy: m.Policy, Upstreams: m.Upstreams, UpstreamsMode: m.UpstreamsMode}
+		return refresh.Definition{Queue: m.Queue, Payload: m.Payload, Policy: m.Policy, Upstreams: m.Upstreams, UpstreamsMode: m.UpstreamsMode, RateKey: m.RateKey}
 	}
 	tests := []struct {
 		name    string
@@ -133,6 +133,10 @@ func TestUpdate(t *testing.T) {
 				d.UpstreamsMode = refresh.UpstreamsAny
 				return d
 			}},
+		{name: "disabled, rate_key changed", policy: policy, event: refresh.EventUpdate, also: "trigger", enabled: true,
+			def: func(t *testing.T, m refresh.Model) refresh.Definition { d := same(m); d.RateKey = "api.example.com"; return d }},
+		{name: "disabled, rate_key removed", policy: policy, event: refresh.EventUpdate, also: "trigger", enabled: true,
+			def: func(t *testing.T, m refresh.Model) refresh.Definition { d := same(m); d.RateKey = ""; return d }},
 		{name: "disabled, changed and trigger: one trigger", policy: policy, trigger: true, event: refresh.EventUpdate, also: "trigger", enabled: true,
 			def: func(t *testing.T, m refresh.Model) refresh.Definition { d := same(m); d.Queue = "imports-2"; return d }},
 		{name: "disabled and paused: re-enabled, starts when resumed", policy: policy, event: refresh.EventUpdate, also: "trigger", enabled: true,
@@ -188,6 +192,7 @@ func TestUpdate(t *testing.T) {
 			require.Equal(t, def.Payload, got.Payload)
 			require.Equal(t, def.Upstreams, got.Upstreams)
 			require.Equal(t, def.UpstreamsMode, got.UpstreamsMode)
+			require.Equal(t, def.RateKey, got.RateKey)
 			require.Equal(t, def.Policy, got.Policy)
 			require.Equal(t, before.Paused, got.Paused)
 			if tt.event == refresh.EventUpdate {

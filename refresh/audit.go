@@ -69,8 +69,8 @@ type AuditEntry struct {
 }
 
 // FieldChange is one definition field a write changed: "queue",
-// "payload", "upstreams", "upstreams_mode", or a member of the policy as
-// the model shows it, with every default ("policy.timeout").
+// "payload", "upstreams", "upstreams_mode", "rate_key", or a member of the
+// policy as the model shows it, with every default ("policy.timeout").
 type FieldChange struct {
 	Field string `json:"field"`
 	// Before and After are the field's JSON values; nil when the field
@@ -145,9 +145,9 @@ func auditEntry(ctx context.Context, id, action string, now time.Time) (AuditEnt
 }
 
 // DefinitionChanges returns the definition fields that differ between
-// before and after: queue, payload, upstreams, upstreams_mode, then each
-// member of the policy (as JSON shows it) in the order of after's policy,
-// then those only before had. A value longer than MaxAuditValueBytes is
+// before and after: queue, payload, upstreams, upstreams_mode, rate_key,
+// then each member of the policy (as JSON shows it) in the order of
+// after's policy, then those only before had. A value longer than MaxAuditValueBytes is
 // cut (see FieldChange.Cut).
 func DefinitionChanges(before, after Model) []FieldChange {
 	var out []FieldChange
@@ -164,6 +164,7 @@ func DefinitionChanges(before, after Model) []FieldChange {
 	add("payload", compactJSON(before.Payload), compactJSON(after.Payload))
 	add("upstreams", jsonOrNil(before.Upstreams, len(before.Upstreams) == 0), jsonOrNil(after.Upstreams, len(after.Upstreams) == 0))
 	add("upstreams_mode", jsonOrNil(before.UpstreamsMode, before.UpstreamsMode == ""), jsonOrNil(after.UpstreamsMode, after.UpstreamsMode == ""))
+	add("rate_key", jsonOrNil(before.RateKey, before.RateKey == ""), jsonOrNil(after.RateKey, after.RateKey == ""))
 
 	bp, ap := policyMembers(before), policyMembers(after)
 	for _, name := range ap.names {

@@ -19,6 +19,10 @@ func TestDefinitionChanges(t *testing.T) {
 	relaid.Payload = json.RawMessage("{\n  \"a\":1}")
 	moved := base
 	moved.Queue, moved.Payload, moved.Upstreams = "other", nil, []string{"up-1"}
+	keyed := base
+	keyed.RateKey = "api.example.com"
+	rekeyed := keyed
+	rekeyed.RateKey = "cdn.example.com"
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	for _, tt := range []struct {
 		name          string
@@ -33,6 +37,9 @@ func TestDefinitionChanges(t *testing.T) {
 			{Field: "payload", Before: raw(`{"a":1}`)},
 			{Field: "upstreams", After: raw(`["up-1"]`)},
 		}},
+		{"rate_key set", base, keyed, []refresh.FieldChange{{Field: "rate_key", After: raw(`"api.example.com"`)}}},
+		{"rate_key changed", keyed, rekeyed, []refresh.FieldChange{{Field: "rate_key", Before: raw(`"api.example.com"`), After: raw(`"cdn.example.com"`)}}},
+		{"rate_key removed", keyed, base, []refresh.FieldChange{{Field: "rate_key", Before: raw(`"api.example.com"`)}}},
 	} {
 		require.Equal(t, tt.want, refresh.DefinitionChanges(tt.before, tt.after), tt.name)
 	}

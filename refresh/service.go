@@ -53,6 +53,9 @@ type PutRequest struct {
 	// left out: none.
 	Upstreams     []string `json:"upstreams,omitempty"`
 	UpstreamsMode string   `json:"upstreams_mode,omitempty"`
+	// RateKey is the key of the rate_key limits that cover the model
+	// (ValidRateKey); left out or "": none.
+	RateKey string `json:"rate_key,omitempty"`
 	// Trigger asks for a refresh now (on create and on replace alike).
 	Trigger bool `json:"trigger"`
 	// IfMatch, if not empty, lists definition tags (see DefinitionTag), one
@@ -68,11 +71,11 @@ type PutRequest struct {
 
 // PatchRequest changes part of a model's definition with the semantics of
 // a JSON merge patch (RFC 7396) over the object {"queue", "payload",
-// "policy", "upstreams", "upstreams_mode"}, the policy stated with every
-// default as the model shows it. Each of them is a member of that patch:
-// nil leaves the member as it is, JSON null returns it to its default
-// (queue "default", no payload, the default policy, no upstreams, mode
-// all), an object merges into the stored object member by member (null
+// "policy", "upstreams", "upstreams_mode", "rate_key"}, the policy stated
+// with every default as the model shows it. Each of them is a member of
+// that patch: nil leaves the member as it is, JSON null returns it to its
+// default (queue "default", no payload, the default policy, no upstreams,
+// mode all, no rate key), an object merges into the stored object member by member (null
 // removing a member) and any other value replaces it.
 type PatchRequest struct {
 	ID            string
@@ -81,6 +84,7 @@ type PatchRequest struct {
 	Policy        json.RawMessage
 	Upstreams     json.RawMessage
 	UpstreamsMode json.RawMessage
+	RateKey       json.RawMessage
 	// Trigger asks for a refresh now, as in PutRequest.
 	Trigger bool
 	// IfMatch is PutRequest.IfMatch.
@@ -117,7 +121,7 @@ const DefaultQueue = "default"
 func (s *Service) EffectiveLimits() Limits { return s.Limits.orDefault() }
 
 // DefinitionTag returns an opaque tag of m's definition: its queue, payload,
-// policy and upstreams. It changes when one of them does, and only then: the run
+// policy, upstreams and rate key. It changes when one of them does, and only then: the run
 // state (refresh_at, attempts, pause...) changes all the time and is no
 // part of it. The API serves it as the ETag of a model.
 func DefinitionTag(m Model) string {
@@ -127,7 +131,8 @@ func DefinitionTag(m Model) string {
 		Policy        Policy          `json:"policy"`
 		Upstreams     []string        `json:"upstreams,omitempty"`
 		UpstreamsMode string          `json:"upstreams_mode,omitempty"`
-	}{m.Queue, m.Payload, m.Policy, m.Upstreams, m.UpstreamsMode})
+		RateKey       string          `json:"rate_key,omitempty"`
+	}{m.Queue, m.Payload, m.Policy, m.Upstreams, m.UpstreamsMode, m.RateKey})
 	if err != nil { // a stored payload is valid JSON; hash its bytes anyway
 		def = append([]byte(m.Queue+"\x00"), m.Payload...)
 	}
@@ -136,18 +141,20 @@ func DefinitionTag(m Model) string {
 }
 
 // Definition is what a PUT or PATCH writes: a model's queue, payload,
-// policy and upstreams, checked.
+// policy, upstreams and rate key, checked.
 type Definition struct {
 	Queue         string
 	Payload       json.RawMessage
 	Policy        Policy
 	Upstreams     []string
 	UpstreamsMode string
+	RateKey       string
 }
 
-// Put creates the model or replaces its whole definition: queue, payload
-// and policy. What the request leaves out takes its default (queue
-// "default", no payload, the default policy) whatever the model had; use
+// Put creates the model or replaces its whole definition: queue, payload,
+// policy, upstreams and rate key. What the request leaves out takes its
+// default (queue "default", no payload, the default policy, no upstreams,
+// no rate key) whatever the model had; use
 // Patch to change part of it. A new model gets its first plan (Create) and
 // created is true. A replaced model is updated (Update): it keeps its
 // state, its next run re-planned under the new schedule when it is idle,
@@ -159,7 +166,7 @@ type Definition struct {
 // changed) is also checked at the time of the request (Policy.CheckAt: an
 // occurrence after now, occurrences at least Limits.MinInterval apart).
 func (s *Service) Put(ctx context.Context, req PutRequest) (Model, bool, error) {
-	def, err := s.check(req.ID, req.Queue, req.Payload, req.Policy, req.Upstreams, req.UpstreamsMode)
+	def, err := s.check(req.ID, req.Queue, req.Payload, req.Policy, req.Upstreams, req.UpstreamsMode, req.RateKey)
 	if err != nil {
 		return Model{}, false, err
 	}
@@ -185,7 +192,7 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 	for _, m := range []struct {
 		name string
 		v    json.RawMessage
-	}{{"queue", req.Queue}, {"payload", req.Payload}, {"policy", req.Policy}, {"upstreams", req.Upstreams}, {"upstreams_mode", req.UpstreamsMode}} {
+	}{{"queue", req.Queue}, {"payload", req.Payload}, {"policy", req.Policy}, {"upstreams", req.Upstreams}, {"upstreams_mode", req.UpstreamsMode}, {"rate_key", req.RateKey}} {
 		switch {
 		case m.v == nil:
 		case !json.Valid(m.v):
@@ -242,7 +249,14 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 				return Definition{}, &ValidationError{Fields: []FieldError{{Field: "upstreams_mode", Rule: "must be a string, got " + shortJSON(req.UpstreamsMode)}}}
 			}
 		}
-		return s.check(req.ID, queue, payload, policy, upstreams, mode)
+		rateKey := old.RateKey
+		if req.RateKey != nil {
+			rateKey = ""
+			if !isNull(req.RateKey) && json.Unmarshal(req.RateKey, &rateKey) != nil {
+				return Definition{}, &ValidationError{Fields: []FieldError{{Field: "rate_key", Rule: "must be a string, got " + shortJSON(req.RateKey)}}}
+			}
+		}
+		return s.check(req.ID, queue, payload, policy, upstreams, mode, rateKey)
 	})
 	if err != nil {
 		return Model{}, fmt.Errorf("patch model %s: %w", req.ID, err)
@@ -253,8 +267,8 @@ func (s *Service) Patch(ctx context.Context, req PatchRequest) (Model, error) {
 // check checks a definition as a request states it and returns it parsed,
 // or a *ValidationError listing at most Limits.MaxFieldErrors broken rules.
 // An empty queue is the default queue, an empty or null payload none, an
-// empty policy the default policy.
-func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstreams []string, mode string) (Definition, error) {
+// empty policy the default policy, an empty rate key none.
+func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstreams []string, mode, rateKey string) (Definition, error) {
 	lim := s.Limits.orDefault()
 	var errs []FieldError
 	if !ValidID(id) {
@@ -265,6 +279,9 @@ func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstr
 	}
 	if !ValidQueue(queue) {
 		errs = append(errs, FieldError{Field: "queue", Rule: QueueRule})
+	}
+	if rateKey != "" && !ValidRateKey(rateKey) {
+		errs = append(errs, FieldError{Field: "rate_key", Rule: RateKeyRule + ", got " + quoteShort(rateKey)})
 	}
 	if isNull(payload) {
 		payload = nil
@@ -302,7 +319,7 @@ func (s *Service) check(id, queue string, payload, policy json.RawMessage, upstr
 	if len(upstreams) == 0 {
 		upstreams = nil
 	}
-	return Definition{Queue: queue, Payload: payload, Policy: p, Upstreams: upstreams, UpstreamsMode: mode}, nil
+	return Definition{Queue: queue, Payload: payload, Policy: p, Upstreams: upstreams, UpstreamsMode: mode, RateKey: rateKey}, nil
 }
 
 // checkPayload returns the rule payload breaks, if any: it must be at most
@@ -384,7 +401,7 @@ func (s *Service) write(ctx context.Context, id string, mustExist bool, ifMatch,
 		var d Decision
 		if created {
 			m, d = Create(Model{ID: id, Queue: def.Queue, Upstreams: def.Upstreams, UpstreamsMode: def.UpstreamsMode,
-				Payload: def.Payload, Policy: def.Policy}, trigger, now)
+				RateKey: def.RateKey, Payload: def.Payload, Policy: def.Policy}, trigger, now)
 			ch.add(Model{ID: id}, m, d, now)
 		} else {
 			m, d = Update(*old, def, trigger, now)
