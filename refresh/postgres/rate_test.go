@@ -1,0 +1,129 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/memory"
+	"github.com/freshen-dev/freshen/refresh/postgres"
+)
+
+// maxInWindow returns the most starts of at that fall in one window of
+// length w (a start at t counts in [t, t+w)); at is sorted.
+func maxInWindow(at []time.Time, w time.Duration) int {
+	most := 0
+	for i := range at {
+		j := i
+		for j < len(at) && at[j].Before(at[i].Add(w)) {
+			j++
+		}
+		most = max(most, j-i)
+	}
+	return most
+}
+
+// Three instances (each its own pool, store and scheduler) pass at the
+// same instants of one clock over models due at once, under a rate limit
+// of the queue (10 per 10s, burst 4: at most 4 in any 4s) and a rate_key
+// limit on some of them (3 per 5s). The started_at of the attempts show
+// at most N starts in any window of per (and of the burst's window), and
+// every model starts exactly once, as soon as the windows allow. The
+// models of tenant beta-, due after all of acme-'s, start in the first
+// turns: the limit's free starts go to the tenants in turn.
+func TestRateLimitAcrossInstances(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	queue := refresh.Limit{Kind: refresh.LimitQueue, Key: "tables", MaxStarts: 10, Per: refresh.Duration(10 * time.Second), Burst: 4}
+	key := refresh.Limit{Kind: refresh.LimitRateKey, Key: "api.example.com", MaxStarts: 3, Per: refresh.Duration(5 * time.Second)}
+	for _, l := range []refresh.Limit{queue, key} {
+		_, err := b.store.PutLimit(ctx, l, false)
+		require.NoError(t, err)
+	}
+	const acme, beta = 45, 5
+	var ms []refresh.Model
+	for i := range acme {
+		m := model(fmt.Sprintf("acme-%02d", i), t0)
+		if i%3 == 0 { // under the rate_key limit only
+			m.Queue, m.RateKey = "exports", key.Key
+		}
+		ms = append(ms, m)
+	}
+	for i := range beta {
+		ms = append(ms, model(fmt.Sprintf("beta-%d", i), t0))
+	}
+	put(t, b.store, ms...)
+
+	clock := refresh.NewVirtualClock(t0)
+	var schedulers []*refresh.Scheduler
+	for range 3 {
+		pool, err := pgxpool.NewWithConfig(ctx, b.pool.Config())
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		s, err := refresh.NewScheduler(refresh.SchedulerConfig{
+			Store: postgres.New(pool), Queue: memory.NewQueue(clock), Clock: clock, BatchSize: 7,
+			TenantsFunc: func() []string { return []string{"acme-", "beta-"} },
+		})
+		require.NoError(t, err)
+		schedulers = append(schedulers, s)
+	}
+	// Steps of uneven lengths, so that the instants of the passes fall
+	// anywhere in the windows.
+	steps := []time.Duration{137 * time.Millisecond, 311 * time.Millisecond, 89 * time.Millisecond, 502 * time.Millisecond}
+	for i := 0; clock.Now().Before(t0.Add(70 * time.Second)); i++ {
+		var wg sync.WaitGroup
+		errs := make([]error, len(schedulers))
+		for j, s := range schedulers {
+			wg.Go(func() { _, errs[j] = s.RunOnce(ctx) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		clock.Advance(steps[i%len(steps)])
+	}
+
+	var all, queued, keyed, betas []time.Time
+	for _, m := range ms {
+		got, err := b.store.Get(ctx, m.ID)
+		require.NoError(t, err)
+		require.True(t, got.Running(), "%s started: %+v", m.ID, got.State)
+		require.Equal(t, 1, got.AttemptNo, "%s started once", m.ID)
+		require.False(t, got.WaitingForSlot, m.ID)
+		history, err := b.store.History(ctx, m.ID, time.Time{}, 0)
+		require.NoError(t, err)
+		require.Len(t, history, 1, "%s has one attempt", m.ID)
+		all = append(all, got.StartedAt)
+		if m.RateKey != "" {
+			keyed = append(keyed, got.StartedAt)
+		} else {
+			queued = append(queued, got.StartedAt)
+		}
+		if got.ID[:5] == "beta-" {
+			betas = append(betas, got.StartedAt)
+		}
+	}
+	for _, at := range [][]time.Time{all, queued, keyed, betas} {
+		slices.SortFunc(at, time.Time.Compare)
+	}
+	require.Equal(t, 10, maxInWindow(queued, 10*time.Second), "queue: at most 10 in any 10s, and 10 when models wait")
+	require.Equal(t, 4, maxInWindow(queued, 4*time.Second), "queue: at most 4 in any 4s (burst)")
+	require.Equal(t, 3, maxInWindow(keyed, 5*time.Second), "rate_key: at most 3 in any 5s, and 3 when models wait")
+	t.Logf("queue: last start %s; rate_key: last start %s; beta-: last start %s",
+		queued[len(queued)-1].Sub(t0), keyed[len(keyed)-1].Sub(t0), betas[len(betas)-1].Sub(t0))
+	// 35 starts at 4 per 4s and 10 per 10s, 15 at 3 per 5s: no window
+	// is wasted.
+	require.Less(t, queued[len(queued)-1].Sub(t0), 40*time.Second, "the queue's last start")
+	require.Less(t, keyed[len(keyed)-1].Sub(t0), 25*time.Second, "the rate_key's last start")
+	// Fair turns: beta-'s models, behind 45 of acme-'s, start within the
+	// first 20 starts, not last.
+	require.Less(t, betas[len(betas)-1].Sub(t0), 20*time.Second, "beta-'s last start")
+}
