@@ -34,6 +34,7 @@ type entryJSON struct {
 	DeadlineAt     *string `json:"deadline_at"`
 	DebounceAt     *string `json:"debounce_at,omitempty"`
 	WaitingForSlot bool    `json:"waiting_for_slot,omitempty"`
+	WaitingUntil   *string `json:"waiting_until,omitempty"`
 	Disabled       bool    `json:"disabled"`
 }
 
@@ -57,7 +58,8 @@ func WriteJSON(w io.Writer, timeline []Entry) error {
 			Cause: e.Cause, Upstream: e.Upstream, Unchanged: e.Unchanged, Until: nullable(e.Until), Missed: e.Missed,
 			State: e.State, OverdueSince: nullable(e.OverdueSince),
 			AttemptNo: e.AttemptNo, RefreshAt: nullable(e.RefreshAt), DeadlineAt: nullable(e.DeadlineAt),
-			DebounceAt: nullable(e.DebounceAt), WaitingForSlot: e.WaitingForSlot, Disabled: e.Disabled,
+			DebounceAt: nullable(e.DebounceAt), WaitingForSlot: e.WaitingForSlot, WaitingUntil: nullable(e.WaitingUntil),
+			Disabled: e.Disabled,
 		}
 		if e.OverdueFor > 0 {
 			j.OverdueFor = e.OverdueFor.String()
@@ -120,7 +122,9 @@ func WriteTable(w io.Writer, timeline []Entry) error {
 
 // detail says, for a person, what an entry brings of docs/policy.md:
 // e.g. "snoozed until 2026-03-02 07:00:00", "skipped 3 missed occurrences",
-// "waits for a slot of queue \"exports\" (max_running 1)".
+// "waits for a slot of queue \"exports\" (max_running 1)", "waits for
+// rate_key \"api.example.com\" (max_starts 2 per 1m) until 2026-03-02
+// 06:01:00".
 func detail(e Entry) string {
 	var parts []string
 	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
@@ -132,7 +136,11 @@ func detail(e Entry) string {
 	case "skip":
 		add("%d missed occurrence(s) skipped", e.Missed)
 	case "wait":
-		add("waits for a slot of %s", e.Reason)
+		if e.WaitingUntil.IsZero() {
+			add("waits for a slot of %s", e.Reason)
+		} else {
+			add("waits for %s until %s", e.Reason, short(e.WaitingUntil))
+		}
 	case "freshness_lost":
 		add("overdue since %s, %s", short(e.OverdueSince), e.State)
 	case "freshness_restored":
@@ -157,7 +165,11 @@ func detail(e Entry) string {
 		add("debounce_at %s", short(e.DebounceAt))
 	}
 	if e.WaitingForSlot && e.Event != "wait" {
-		add("waiting for a slot")
+		if e.WaitingUntil.IsZero() {
+			add("waiting for a slot")
+		} else {
+			add("waiting until %s", short(e.WaitingUntil))
+		}
 	}
 	return strings.Join(parts, "; ")
 }
@@ -172,7 +184,7 @@ func dash(s string) string {
 // WriteMermaid writes a gantt chart of the timeline: each attempt is a bar
 // from its start to its end, failures, timeouts, the disabling, successes
 // and snoozes are milestones, and user actions, upstream triggers, skips,
-// waits for a slot, debounces and the freshness episodes are marked where
+// waits for a slot or a start, debounces and the freshness episodes are marked where
 // they happen. With one model a section starts each day; when the entries
 // carry their model, each model has its section, in the order they first
 // appear.
@@ -271,7 +283,11 @@ func (g *gantt) write(timeline []Entry, daySections bool) {
 		case "skip":
 			mark(fmt.Sprintf("skip (%d missed)", e.Missed), e.At)
 		case "wait":
-			mark("wait for a slot", e.At)
+			if e.WaitingUntil.IsZero() {
+				mark("wait for a slot", e.At)
+			} else {
+				mark("wait for a start until "+short(e.WaitingUntil), e.At)
+			}
 		case "freshness_lost":
 			fmt.Fprintf(b, "    freshness lost (%s) :crit, milestone, %s, 0m\n", label(e.State), at(e.At))
 		case "freshness_restored":

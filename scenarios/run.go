@@ -48,10 +48,13 @@ type Entry struct {
 	OverdueFor   time.Duration
 	// State is the model's state when it became overdue (freshness_lost).
 	State string
-	// DebounceAt and WaitingForSlot are the model's debounce_at and
-	// waiting_for_slot after the entry.
+	// DebounceAt, WaitingForSlot and WaitingUntil are the model's
+	// debounce_at, waiting_for_slot and waiting_until (set while it waits
+	// for a rate limit: when the limit admits its start, as known when the
+	// wait began) after the entry.
 	DebounceAt     time.Time
 	WaitingForSlot bool
+	WaitingUntil   time.Time
 }
 
 // EventUpstream is the event of a timeline entry (the simulator's own: no
@@ -132,7 +135,10 @@ func (s Spec) models() []*simModel {
 // arriving outcomes, then the upstream triggers their successes bring (the
 // Publisher's Service.Propagate), then a scheduler pass (timeouts, then
 // starts), and repeats until nothing more is due at that instant; events
-// at Until count.
+// at Until count. It goes on to the next instant something is due: an
+// action, an outcome, a planned start, or the instant a rate limit that
+// held a start back admits the next (TickResult.NextAdmit), when the
+// scheduler of serve wakes too.
 //
 // It stops with ctx's error as soon as ctx ends (it looks at every step),
 // and with an *EntriesError once the timeline would exceed the maximum
@@ -168,6 +174,14 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 	}
 	for _, l := range spec.Limits {
 		if _, err := store.PutLimit(ctx, l, false); err != nil {
+			return nil, err
+		}
+	}
+	if len(spec.Starts) > 0 {
+		err := store.Modify(ctx, nil, func([]refresh.Model) (refresh.Batch, error) {
+			return refresh.Batch{Starts: spec.Starts}, nil
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -216,7 +230,17 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 			events = append(events, q.Events()...)
 		}
 		for _, e := range events {
-			if err := add(entry(e)); err != nil {
+			en := entry(e)
+			if en.WaitingForSlot {
+				// The event does not carry waiting_until; the model, as
+				// the step left it, does (a wait keeps it until it ends).
+				m, err := store.Get(ctx, e.ModelID)
+				if err != nil {
+					return err
+				}
+				en.WaitingUntil = m.WaitingUntil
+			}
+			if err := add(en); err != nil {
 				return err
 			}
 		}
@@ -242,7 +266,7 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		return nil
 	}
 	for _, sm := range models {
-		model, _, err := svc.Put(ctx, refresh.PutRequest{ID: sm.ID, Queue: sm.Queue, Payload: sm.Payload, Policy: sm.Policy,
+		model, _, err := svc.Put(ctx, refresh.PutRequest{ID: sm.ID, Queue: sm.Queue, RateKey: sm.RateKey, Payload: sm.Payload, Policy: sm.Policy,
 			Upstreams: sm.Upstreams, UpstreamsMode: sm.UpstreamsMode, Trigger: sm.Trigger})
 		if err != nil {
 			return nil, err
@@ -285,6 +309,9 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		}
 	}
 	actions := spec.Actions
+	// nextAdmit is when a rate limit that held a start back in the last
+	// pass admits a start again (zero: none held one back).
+	var nextAdmit time.Time
 	// work does everything due at the current instant once, and reports
 	// whether anything happened.
 	work := func(now time.Time) (bool, error) {
@@ -342,6 +369,7 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		if err != nil {
 			return false, err
 		}
+		nextAdmit = res.NextAdmit
 		before := len(timeline)
 		if err := record(); err != nil {
 			return false, err
@@ -385,6 +413,7 @@ func Run(ctx context.Context, spec Spec, lim refresh.Limits, opts ...RunOption) 
 		if len(actions) > 0 {
 			consider(actions[0].At)
 		}
+		consider(nextAdmit)
 		for _, a := range pending {
 			consider(a.at)
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -132,4 +133,41 @@ func TestRunHonoursContext(t *testing.T) {
 	cancel()
 	_, err = scenarios.Run(ctx, spec, lim)
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// Starts a rate limit counted before the spec's start (Spec.Starts, as a
+// projection of a real model passes them) hold its first start back until
+// the oldest leaves the window; the wait shows until when in every format.
+func TestRunSeededStarts(t *testing.T) {
+	t.Parallel()
+	lim := refresh.DefaultLimits()
+	spec, err := scenarios.ParseSpec([]byte(`{"start": "2026-03-02T06:00:00Z", "until": "2026-03-02T07:00:00Z",
+		"limits": [{"kind": "rate_key", "key": "api.example.com", "max_starts": 2, "per": "1m"}],
+		"model": {"id": "feed", "rate_key": "api.example.com", "trigger": true},
+		"default": {"outcome": "success", "after": "5s"}}`), lim)
+	require.NoError(t, err)
+	const name = "rate_key:api.example.com"
+	spec.Starts = []refresh.LimitStarts{
+		{Limit: name, At: spec.Start.Add(-20 * time.Second), N: 1},
+		{Limit: name, At: spec.Start.Add(-50 * time.Second), N: 1},
+	}
+	timeline, err := scenarios.Run(context.Background(), spec, lim)
+	require.NoError(t, err)
+	var got []string
+	for _, e := range timeline {
+		got = append(got, e.At.Format("15:04:05")+" "+e.Event)
+	}
+	require.Equal(t, []string{"06:00:00 create", "06:00:00 wait", "06:00:10 start", "06:00:15 success"}, got)
+	wait := timeline[1]
+	require.True(t, wait.WaitingForSlot)
+	require.Equal(t, spec.Start.Add(10*time.Second), wait.WaitingUntil)
+	require.Equal(t, `rate_key "api.example.com" (max_starts 2 per 1m)`, wait.Reason)
+
+	var js, table, chart bytes.Buffer
+	require.NoError(t, scenarios.WriteJSON(&js, timeline))
+	require.Contains(t, js.String(), `"waiting_for_slot":true,"waiting_until":"2026-03-02T06:00:10Z"`)
+	require.NoError(t, scenarios.WriteTable(&table, timeline))
+	require.Contains(t, table.String(), `waits for rate_key "api.example.com" (max_starts 2 per 1m) until 2026-03-02 06:00:10`)
+	require.NoError(t, scenarios.WriteMermaid(&chart, spec.Title(), timeline))
+	require.Contains(t, chart.String(), "wait for a start until 2026-03-02 06 00 10 :milestone, 2026-03-02 06:00:00, 0m")
 }

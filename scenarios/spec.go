@@ -31,7 +31,12 @@ type Spec struct {
 	// action names its model. Timeline entries then carry their model.
 	Models []SpecModel
 	// Limits are the concurrency and rate limits in force from Start.
-	Limits  []refresh.Limit
+	Limits []refresh.Limit
+	// Starts are the starts the rate limits counted before Start (each
+	// Limit names one of Limits, by Limit.Name), as their logs hold them.
+	// Callers that project a real model ahead set them; the JSON spec has
+	// no such field.
+	Starts  []refresh.LimitStarts
 	Actions []Action
 	// Replay, if set, decides how attempts behave instead of Attempts:
 	// by their start time, as a recorded history did (Default when it has
