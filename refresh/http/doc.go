@@ -18,6 +18,9 @@
 //	POST   /dead/requeue            put dead letters back on their lists
 //	POST   /dead/drop               remove dead letters
 //	DELETE /dead/{id}               remove one dead letter: 204
+//	GET    /limits                  the limits, by kind then key
+//	PUT    /limits/{kind}/{key}     create or replace a limit
+//	DELETE /limits/{kind}/{key}     remove a limit: 204
 //	GET    /healthz                 200 {"status": "ok"}, or 503 naming the failed checks
 //	GET    /metrics                 Prometheus metrics
 //	GET    /openapi.json            the OpenAPI document of these routes
@@ -131,6 +134,24 @@
 // {"policy": {"retry": {"delays": null, "backoff": {"strategy": "fixed",
 // "base": "1m"}}}}. A PATCH never creates: an unknown model is a 404.
 // Answers 200 with the model and its ETag.
+//
+// Besides queue, payload and policy, a model's definition holds its
+// upstreams, upstreams_mode and rate_key (a string: the key of the
+// rate_key limits that cover it, 1 to 128 bytes of UTF-8 without control
+// characters; "" or null for none), each a member of the PUT body and of
+// the PATCH's merge patch, shown by GET (rate_key null for none).
+//
+// # Limits
+//
+// PUT /limits/{kind}/{key} (kind queue, prefix or rate_key) takes
+// {"max_running", "max_starts", "per", "burst"}: max_running, or
+// max_starts with per (from 1s to 24h) and an optional burst (1 to
+// 10,000), or both; a member left out or null is unset. Each broken rule
+// is named by its field (refresh.CheckLimit; a body with neither
+// max_running nor max_starts is refused naming max_running). A model that
+// a limit holds back shows waiting_for_slot, waiting_limit and, for a
+// rate limit, waiting_until: when the limit admits its next start. These
+// routes need a token without an id prefix.
 //
 // # ETag and preconditions
 //

@@ -3,26 +3,37 @@ package http
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// The concurrency limits of docs/policy.md: at most max_running
-// current attempts per queue (kind queue) or per id prefix (kind prefix).
-// They are stored in the database and shared by every instance; a token
-// limited to an id prefix cannot see or change them.
+// The limits of docs/policy.md: at most max_running current attempts
+// (a concurrency limit) and/or at most max_starts starts in any window of
+// per, burst at most at once (a rate limit), per queue (kind queue), per
+// id prefix (kind prefix) or per rate key (kind rate_key). They are
+// stored in the database and shared by every instance; a token limited to
+// an id prefix cannot see or change them.
 
 // LimitList is the body of GET /limits.
 type LimitList struct {
 	Limits []refresh.Limit `json:"limits"`
 }
 
-// limitBody is the body of PUT /limits/{kind}/{key}.
+// limitBody is the body of PUT /limits/{kind}/{key} as the Client sends
+// it: the fields of a refresh.Limit but its kind and key, those left out
+// unset.
 type limitBody struct {
-	MaxRunning *int `json:"max_running"`
+	MaxRunning int              `json:"max_running,omitempty"`
+	MaxStarts  int              `json:"max_starts,omitempty"`
+	Per        refresh.Duration `json:"per,omitempty"`
+	Burst      int              `json:"burst,omitempty"`
 }
+
+// limitFields are the members of a limit's body, as errors list them.
+const limitFields = "max_running, max_starts, per or burst"
 
 // handleLimits lists the limits, by kind then key.
 func (s *Server) handleLimits(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +52,10 @@ func (s *Server) handleLimits(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, LimitList{Limits: limits})
 }
 
-// handlePutLimit creates or replaces the limit of the path: 200 with it.
+// handlePutLimit creates or replaces the limit of the path with the body's
+// max_running, max_starts, per and burst (each optional, null as left
+// out; a field left out is unset, whatever the limit had): 200 with it.
+// The limit is checked whole (refresh.CheckLimit).
 func (s *Server) handlePutLimit(w http.ResponseWriter, r *http.Request) {
 	if _, err := query(r); err != nil {
 		s.Error(w, r, err)
@@ -52,31 +66,58 @@ func (s *Server) handlePutLimit(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	var b limitBody
+	l := refresh.Limit{Kind: r.PathValue("kind"), Key: r.PathValue("key")}
+	set := map[string]bool{}
 	err = decodeObject(r.Context(), data, s.svc.EffectiveLimits().MaxFieldErrors, func(name string, v json.RawMessage) string {
-		if name != "max_running" {
-			return "unknown field; want max_running"
+		var n *int
+		switch name {
+		case "max_running":
+			n = &l.MaxRunning
+		case "max_starts":
+			n = &l.MaxStarts
+		case "burst":
+			n = &l.Burst
+		case "per":
+			if isNull(v) {
+				return ""
+			}
+			var per refresh.Duration
+			if err := json.Unmarshal(v, &per); err != nil {
+				return err.Error()
+			}
+			l.Per, set[name] = per, true
+			return ""
+		default:
+			return "unknown field; want " + limitFields
 		}
-		var n int
-		if json.Unmarshal(v, &n) != nil {
+		if isNull(v) {
+			return ""
+		}
+		if json.Unmarshal(v, n) != nil {
 			return "must be an integer, got " + short(v)
 		}
-		b.MaxRunning = &n
+		// A number given is a bound: 0 is not "unset" here.
+		switch {
+		case name == "burst" && *n < 1:
+			return fmt.Sprintf("must be from 1 to %d, got %d", refresh.MaxRateBurst, *n)
+		case *n < 1:
+			return fmt.Sprintf("must be >= 1 (to start none of the models, pause them), got %d", *n)
+		}
+		set[name] = true
 		return ""
 	})
-	if err == nil && b.MaxRunning == nil {
-		err = invalid("max_running", "missing")
+	if err == nil && !set["max_running"] && !set["max_starts"] {
+		err = invalid("max_running", "missing, as is max_starts: a limit sets max_running, max_starts with per, or both")
 	}
 	if err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	l := refresh.Limit{Kind: r.PathValue("kind"), Key: r.PathValue("key"), MaxRunning: *b.MaxRunning}
 	if _, err := s.svc.Store.PutLimit(r.Context(), l, false); err != nil {
 		s.Error(w, r, err)
 		return
 	}
-	s.svc.WakeScheduler() // a higher limit frees slots
+	s.svc.WakeScheduler() // a higher limit frees slots and starts
 	writeJSON(w, http.StatusOK, l)
 }
 
@@ -97,21 +138,22 @@ func (s *Server) handleDeleteLimit(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// Limits returns the concurrency limits.
+// Limits returns the limits.
 func (c *Client) Limits(ctx context.Context) (LimitList, error) {
 	var out LimitList
 	_, err := c.do(ctx, http.MethodGet, "/limits", nil, nil, &out)
 	return out, err
 }
 
-// PutLimit creates or replaces the limit of kind and key.
-func (c *Client) PutLimit(ctx context.Context, kind, key string, maxRunning int) (refresh.Limit, error) {
-	body, err := json.Marshal(limitBody{MaxRunning: &maxRunning})
+// PutLimit creates or replaces the limit l (its kind and key, with its
+// max_running, max_starts, per and burst; those at zero are left out).
+func (c *Client) PutLimit(ctx context.Context, l refresh.Limit) (refresh.Limit, error) {
+	body, err := json.Marshal(limitBody{MaxRunning: l.MaxRunning, MaxStarts: l.MaxStarts, Per: l.Per, Burst: l.Burst})
 	if err != nil {
 		return refresh.Limit{}, err
 	}
 	var out refresh.Limit
-	_, err = c.do(ctx, http.MethodPut, limitPath(kind, key), nil, body, &out)
+	_, err = c.do(ctx, http.MethodPut, limitPath(l.Kind, l.Key), nil, body, &out)
 	return out, err
 }
 

@@ -64,6 +64,9 @@ func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	if !isNull(b.upstreamsMode) {
 		_ = json.Unmarshal(b.upstreamsMode, &req.UpstreamsMode)
 	}
+	if !isNull(b.rateKey) {
+		_ = json.Unmarshal(b.rateKey, &req.RateKey) // checked by decodeModel
+	}
 	if err := upstreamsOwned(r, req.Upstreams); err != nil {
 		s.Error(w, r, err)
 		return
@@ -114,7 +117,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := s.svc.Patch(auditContext(r, b.reason), refresh.PatchRequest{
 		ID: id, Queue: b.queue, Payload: b.payload, Policy: b.policy, Trigger: b.trigger, IfMatch: ifMatch,
-		Upstreams: b.upstreams, UpstreamsMode: b.upstreamsMode,
+		Upstreams: b.upstreams, UpstreamsMode: b.upstreamsMode, RateKey: b.rateKey,
 	})
 	if err != nil {
 		s.Error(w, r, err)

@@ -72,7 +72,7 @@ func TestPutValidation(t *testing.T) {
 		},
 		{
 			name: "id and members", path: "/models/-bad", body: `{"polcy": {}}`,
-			error: "id: must be 1 to 200 letters, digits or ._:@- starting with a letter or digit; polcy: unknown field; want queue, payload, policy, upstreams, upstreams_mode, trigger or reason",
+			error: "id: must be 1 to 200 letters, digits or ._:@- starting with a letter or digit; polcy: unknown field; want queue, payload, policy, upstreams, upstreams_mode, rate_key, trigger or reason",
 		},
 		{name: "not JSON", path: "/models/m1", body: `{"policy": `, error: "body: invalid JSON at byte 11: unexpected end of JSON input"},
 		{name: "garbage", path: "/models/m1", body: `hello`, error: "body: invalid JSON at byte 1: invalid character 'h' looking for beginning of value"},
@@ -81,7 +81,7 @@ func TestPutValidation(t *testing.T) {
 		{name: "empty", path: "/models/m1", body: ``, error: `body: is empty; send a JSON object such as {"policy": {}}; PUT replaces the whole model`},
 		{
 			name: "members", path: "/models/m1", body: `{"id": "m2", "queue": 3, "trigger": "yes", "polcy": {}}`,
-			error: `id: must be the id of the path, "m1", or left out; queue: must be a string, got 3; trigger: must be true or false, got "yes"; polcy: unknown field; want queue, payload, policy, upstreams, upstreams_mode, trigger or reason`,
+			error: `id: must be the id of the path, "m1", or left out; queue: must be a string, got 3; trigger: must be true or false, got "yes"; polcy: unknown field; want queue, payload, policy, upstreams, upstreams_mode, rate_key, trigger or reason`,
 		},
 		{name: "payload", path: "/models/m1", body: `{"payload": "x", "policy": "daily"}`, error: "policy: must be a JSON object, got \"daily\""},
 	}
@@ -478,7 +478,7 @@ func TestPatch(t *testing.T) {
 		{`{"policy": "daily"}`, `policy: must be a JSON object, got "daily"`},
 		{`{"payload": ` + nested(40) + `}`, "payload: nested deeper than 32 levels"},
 		{`{"queue": "a", "queue": "b"}`, "queue: duplicate field"},
-		{`{"polcy": {}}`, "polcy: unknown field; want queue, payload, policy, upstreams, upstreams_mode, trigger or reason"},
+		{`{"polcy": {}}`, "polcy: unknown field; want queue, payload, policy, upstreams, upstreams_mode, rate_key, trigger or reason"},
 		{``, `body: is empty; send a JSON merge patch such as {"payload": {"key": "value"}}`},
 	} {
 		code, body := b.do(t, "PATCH", "/models/m1", tt.body)

@@ -156,12 +156,13 @@ func decodeObject(ctx context.Context, data []byte, maxErrors int, member func(n
 	return nil
 }
 
-// modelBody is the body of a PUT or PATCH of a model. Queue, payload and
-// policy are the members given, as sent (nil when absent; JSON null when
-// sent as null).
+// modelBody is the body of a PUT or PATCH of a model. Queue, payload,
+// policy, upstreams, upstreams mode and rate key are the members given, as
+// sent (nil when absent; JSON null when sent as null).
 type modelBody struct {
 	queue, payload, policy   json.RawMessage
 	upstreams, upstreamsMode json.RawMessage
+	rateKey                  json.RawMessage
 	trigger                  bool
 	// reason is why the caller writes, for the audit.
 	reason string
@@ -169,7 +170,8 @@ type modelBody struct {
 
 // decodeModel reads the body of a PUT or PATCH of model id: an object of
 // queue (a string), payload (any JSON), policy (an object), upstreams (an
-// array of ids), upstreams_mode (a string), trigger (true or false),
+// array of ids), upstreams_mode (a string), rate_key (a string), trigger
+// (true or false),
 // reason (a string, for the audit), every member optional and null
 // allowed, and id, which must be the path's. The id of the path is
 // reported with the body's errors.
@@ -224,12 +226,18 @@ func (s *Server) decodeModel(w http.ResponseWriter, r *http.Request, id string, 
 				return "must be a string, got " + short(v)
 			}
 			b.upstreamsMode = v
+		case "rate_key":
+			var key string
+			if !null && json.Unmarshal(v, &key) != nil {
+				return "must be a string, got " + short(v)
+			}
+			b.rateKey = v
 		case "reason":
 			var rule string
 			b.reason, rule = reasonRule(v)
 			return rule
 		default:
-			return "unknown field; want queue, payload, policy, upstreams, upstreams_mode, trigger or reason"
+			return "unknown field; want queue, payload, policy, upstreams, upstreams_mode, rate_key, trigger or reason"
 		}
 		return ""
 	})

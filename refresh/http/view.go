@@ -83,6 +83,9 @@ type Model struct {
 	// none); UpstreamsMode is all or any.
 	Upstreams     []string `json:"upstreams"`
 	UpstreamsMode string   `json:"upstreams_mode"`
+	// RateKey is the key of the rate_key limits that cover the model, null
+	// for none.
+	RateKey nullString `json:"rate_key"`
 	// State is the model's state by the precedence of a freshness_lost:
 	// disabled, paused, running, snoozed, retrying, waiting_for_slot,
 	// scheduled or idle.
@@ -91,6 +94,10 @@ type Model struct {
 	// WaitingLimit names the full limit a waiting model waits for, as
 	// kind:key (e.g. "prefix:acme-"); null when it does not wait.
 	WaitingLimit *string `json:"waiting_limit"`
+	// WaitingUntil is, while the model waits for a rate limit, when that
+	// limit admits its next start (as known when the wait began); null
+	// otherwise.
+	WaitingUntil Time `json:"waiting_until"`
 	// OverdueSince is set while a freshness episode is open; OverdueAt is
 	// when the model becomes overdue without a success (null without
 	// max_age).
@@ -194,7 +201,7 @@ func newModel(m refresh.Model) Model {
 	if len(v.Payload) == 0 {
 		v.Payload = json.RawMessage("null")
 	}
-	v.Upstreams, v.UpstreamsMode = m.Upstreams, m.UpstreamsMode
+	v.Upstreams, v.UpstreamsMode, v.RateKey = m.Upstreams, m.UpstreamsMode, nullString(m.RateKey)
 	if v.Upstreams == nil {
 		v.Upstreams = []string{}
 	}
@@ -204,6 +211,9 @@ func newModel(m refresh.Model) Model {
 	v.State, v.WaitingForSlot = m.Phase(), m.WaitingForSlot
 	if m.WaitingForSlot && m.WaitingLimit != "" {
 		v.WaitingLimit = &m.WaitingLimit
+	}
+	if m.WaitingForSlot {
+		v.WaitingUntil = Time(m.WaitingUntil)
 	}
 	v.OverdueSince, v.DebounceAt, v.SnoozedSince, v.LastChangedAt = Time(m.OverdueSince), Time(m.DebounceAt), Time(m.SnoozedSince), Time(m.LastChangedAt)
 	if at, ok := m.OverdueAt(); ok {
