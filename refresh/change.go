@@ -158,7 +158,7 @@ func getChanges(n int) *changes {
 	c := changesPool.Get().(*changes)
 	c.Changes = slices.Grow(c.Changes[:0], n)
 	c.Events = slices.Grow(c.Events[:0], n)
-	c.Audit = nil
+	c.Audit, c.Starts = nil, nil
 	c.BeforeCommitFunc = nil
 	return c
 }

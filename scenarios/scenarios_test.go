@@ -171,3 +171,30 @@ func TestRunSeededStarts(t *testing.T) {
 	require.NoError(t, scenarios.WriteMermaid(&chart, spec.Title(), timeline))
 	require.Contains(t, chart.String(), "wait for a start until 2026-03-02 06 00 10 :milestone, 2026-03-02 06:00:00, 0m")
 }
+
+// A start counts once: a pass with no model due after a pass that started
+// one under a rate limit does not count that start again, so a trigger
+// within the window starts while the limit has room.
+func TestRunCountsEachStartOnce(t *testing.T) {
+	t.Parallel()
+	lim := refresh.DefaultLimits()
+	spec, err := scenarios.ParseSpec([]byte(`{"start": "2026-03-02T06:00:00Z", "until": "2026-03-02T06:10:00Z",
+		"limits": [{"kind": "rate_key", "key": "once.example.com", "max_starts": 2, "per": "1m"}],
+		"model": {"id": "feed", "rate_key": "once.example.com", "trigger": true},
+		"default": {"outcome": "success", "after": "5s"},
+		"actions": [{"at": "2026-03-02T06:00:20Z", "do": "trigger"}, {"at": "2026-03-02T06:00:40Z", "do": "trigger"}]}`), lim)
+	require.NoError(t, err)
+	for range 3 { // and each run alike
+		timeline, err := scenarios.Run(context.Background(), spec, lim)
+		require.NoError(t, err)
+		var got []string
+		for _, e := range timeline {
+			got = append(got, e.At.Format("15:04:05")+" "+e.Event)
+		}
+		require.Equal(t, []string{
+			"06:00:00 create", "06:00:00 start", "06:00:05 success",
+			"06:00:20 trigger", "06:00:20 start", "06:00:25 success",
+			"06:00:40 trigger", "06:00:40 wait", "06:01:00 start", "06:01:05 success",
+		}, got)
+	}
+}
