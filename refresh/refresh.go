@@ -33,9 +33,13 @@
 //     says what a dependent waits for. CheckUpstreams checks a write;
 //     CheckUpstreamCycle finds the cycle a write would close; FindCycle
 //     finds any cycle of a graph.
-//   - Concurrency limits (slots.go). TickInput.FullLimit says that a
-//     matching limit is full; the start waits (WaitForSlot:
-//     waiting_for_slot, one wait event per wait) and the model stays due.
+//   - Limits (slots.go, rate.go, fair.go). TickInput.FullLimit says that
+//     a matching limit holds the start back (no free slot, or a rate limit
+//     that admits no start before TickInput.Until); the start waits
+//     (WaitForSlot: waiting_for_slot, waiting_until, waiting_tenant, one
+//     wait event per wait; WaitTooLong past max_lateness) and the model
+//     stays due. Limit.Admits is a rate limit's sliding window, Tenant and
+//     FairOrder the fair turns.
 //   - Freshness promise (freshness.go). Policy.MaxAge; OverdueAt is the
 //     instant, LoseFreshness opens the episode at it (freshness_lost with
 //     State.Phase), a success closes it (FreshnessRestored, in
@@ -73,8 +77,10 @@
 // transaction if it would make a cycle (CheckUpstreamCycle).
 //
 // Scheduler applies TickAll to each claimed model (see scheduler.go),
-// starting in due order while slots last; a model that must wait stays
-// due, marked waiting_for_slot, and is looked at again every SlotPoll.
+// starting in the fair turns of the tenants while slots and starts last;
+// a model that must wait stays due, marked waiting_for_slot, and is
+// looked at again every SlotPoll, or when its rate limit admits a start
+// again if sooner.
 //
 // Consumer applies outcomes with ApplyOutcome, snooze and unchanged
 // included (the queue decoder reads them and dead-letters a malformed one

@@ -140,7 +140,8 @@ func (s *Scheduler) Wake() {
 
 // Start runs passes until ctx ends. Between passes it sleeps until the
 // earliest DueAt (at most MaxSleep, at most SlotPoll while models wait for
-// a slot) or a Wake. A failed pass
+// a slot, at most until a rate limit that held a start back admits one
+// again, TickResult.NextAdmit) or a Wake. A failed pass
 // is logged and retried with backoff. While passes claim full batches,
 // Loops-1 helpers run passes beside it. It returns nil when ctx ends.
 func (s *Scheduler) Start(ctx context.Context) error {
