@@ -47,23 +47,29 @@ type Store interface {
 	// paused and idle, an open debounce window, the overdue instant).
 	// Models that do not wait for a slot come first, by DueAt then id.
 	// While limits exist or models wait for a slot (waiting_for_slot),
-	// the store adds the waiting models that may take a slot: for each
-	// limit with free slots, as many of the waiting models it covers as it
-	// has free slots, by refresh_at then id, leaving out those a full
-	// limit covers (so the earliest get the slots that freed, however full
-	// the batch); then waiting models by refresh_at then id, as many as
-	// the batch has room for. Concurrent callers never receive the same
-	// model, and take turns while limits exist, so that slots go in due
-	// order across instances. It passes models in that order only while
+	// the store adds the waiting models that may start: for each limit
+	// with free slots and starts (the fewer of MaxRunning less its current
+	// attempts and, for a rate limit, what Limit.Admits admits from its
+	// log at now), as many of the models waiting for it, in the fair turns
+	// of their waiting_tenant (FairOrder: rank within the tenant,
+	// refresh_at, id), leaving out those a full limit covers (so the first
+	// in turn get the slots and starts that freed, however full the
+	// batch); the models waiting for a limit that no longer exists; then
+	// waiting models in that order, as many as the batch has room for.
+	// Concurrent callers never receive the same model, and take turns
+	// while limits exist, so that slots and starts go in that order across
+	// instances. It passes models in that order only while
 	// their payloads add up to at most BatchPayloadBytes (the first one
 	// whatever its size): the models it leaves out stay due for the next
 	// call. It returns how many models were claimed (passed to fn).
 	//
-	// slots holds the concurrency limits that cover at least one claimed
-	// or waiting model and their current attempts, counted in the same
-	// transaction while the callers' turn is held (so that instances agree
-	// on the free slots); it is empty when no limit exists. fn must not
-	// reorder or change due (a store may find each row by its position).
+	// slots holds the limits that cover at least one claimed or waiting
+	// model, their current attempts and the rate limits' logs, read in the
+	// same transaction while the callers' turn is held (so that instances
+	// agree on the free slots and starts), and the tenants; it is empty
+	// when no limit exists. The store appends the batch's Starts to the
+	// logs in the same transaction. fn must not reorder or change due (a
+	// store may find each row by its position).
 	ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []Model, slots Slots) (Batch, error)) (int, error)
 
 	// NextDue returns the earliest DueAt of a model that can become due and
@@ -77,13 +83,13 @@ type Store interface {
 	// among ids that exists, by id; missing ones are left out.
 	Upstreams(ctx context.Context, ids []string) (map[string]Upstream, error)
 
-	// Limits returns the concurrency limits, by kind then key.
+	// Limits returns the limits, by kind then key.
 	Limits(ctx context.Context) ([]Limit, error)
 	// PutLimit creates or replaces limit l; with onlyNew, an existing limit
 	// of the same kind and key is kept, and PutLimit reports false.
 	PutLimit(ctx context.Context, l Limit, onlyNew bool) (bool, error)
-	// DeleteLimit removes the limit of kind and key, or returns an *Error
-	// with code ENOTFOUND.
+	// DeleteLimit removes the limit of kind and key, and its log of starts
+	// if it is a rate limit, or returns an *Error with code ENOTFOUND.
 	DeleteLimit(ctx context.Context, kind, key string) error
 	// CountModels counts the models by state (see ModelCounts), overall
 	// and for the maxQueues queues with the most models.
