@@ -52,6 +52,7 @@ func (s *Store) forgetSlots() {
 	s.slots.mu.Lock()
 	s.slots.at = time.Time{}
 	s.slots.mu.Unlock()
+	s.held.set(held{})
 }
 
 // limitColumns are the columns of limits that a Limit is read from, in

@@ -127,3 +127,57 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 	// first 20 starts, not last.
 	require.Less(t, betas[len(betas)-1].Sub(t0), 20*time.Second, "beta-'s last start")
 }
+
+// While a rate limit admits no start, a claim leaves out the due models
+// it covers whose tenant already waits for it, so that the models due
+// after them (of another tenant) are claimed at once; NextDue counts them
+// from when the limit admits again. Once it does, they are claimed.
+func TestClaimLeavesOutHeldBacklog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	l := refresh.Limit{Kind: refresh.LimitQueue, Key: "tables", MaxStarts: 2, Per: refresh.Duration(time.Minute)}
+	_, err := b.store.PutLimit(ctx, l, false)
+	require.NoError(t, err)
+	waiting := model("a-00", t0.Add(-time.Hour))
+	waiting.WaitingForSlot, waiting.WaitingLimit, waiting.WaitingTenant = true, l.Name(), "a-"
+	ms := []refresh.Model{waiting, model("b-1", t0.Add(-time.Minute))}
+	for i := 1; i <= 10; i++ {
+		ms = append(ms, model(fmt.Sprintf("a-%02d", i), t0.Add(-10*time.Minute+time.Duration(i)*time.Second)))
+	}
+	put(t, b.store, ms...)
+	// The limit's 2 starts of the minute were made at t0.
+	_, err = b.pool.Exec(ctx, `INSERT INTO limit_starts (kind, key, at, n) VALUES ('queue', 'tables', $1, 2)`, t0)
+	require.NoError(t, err)
+
+	claim := func(now time.Time) []string {
+		var got []string
+		_, err := b.store.ClaimDue(ctx, now, 3, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
+			got = ids(due)
+			return refresh.Batch{}, nil
+		})
+		require.NoError(t, err)
+		return got
+	}
+	// a-'s backlog is left out: b-1, then the waiting model looked at
+	// again.
+	require.ElementsMatch(t, []string{"b-1", "a-00"}, claim(t0.Add(time.Second)))
+	next, ok, err := b.store.NextDue(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, t0.Add(-time.Minute), next, "b-1 is due")
+	require.NoError(t, b.store.Modify(ctx, []string{"b-1"}, func(found []refresh.Model) (refresh.Batch, error) {
+		return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Delete: true}}}, nil
+	}))
+	next, ok, err = b.store.NextDue(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, t0.Add(time.Minute), next, "a-'s backlog counts from when the limit admits again")
+
+	// The limit admits again: the backlog is claimed, the waiting model
+	// offered.
+	require.ElementsMatch(t, []string{"a-01", "a-02", "a-03", "a-00"}, claim(t0.Add(time.Minute)))
+	next, _, err = b.store.NextDue(ctx)
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(-10*time.Minute+time.Second), next)
+}

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -320,4 +322,139 @@ func ceilMicro(t time.Time) time.Time {
 		return u.Add(time.Microsecond)
 	}
 	return t
+}
+
+// A full rate limit and a backlog: while a rate limit admits no start,
+// the models it covers cannot start, and marking each one waiting, a batch
+// a pass, would hold up every model due after them (the models of other
+// tenants) for as long as the backlog takes to mark. So the claim leaves
+// out of its batch the models that such a limit covers and whose tenant
+// already has models waiting for it (heldFilter): they would wait behind
+// them anyway, and are claimed (and marked waiting) once the limit admits
+// again or their tenant no longer waits for it. Their tenant is known by
+// the waiting_tenant of the models waiting for the limit: a model is left
+// out when its id starts with one of them (the tenant "" of the models
+// under no prefix is never left out: every id starts with it).
+
+// held is what a claim left out: for each (kind, key, tenant) of the
+// arrays, the models that the limit covers whose ids start with the
+// tenant; until is the earliest instant one of these limits admits again.
+type held struct {
+	kinds, keys, tenants []string
+	until                time.Time
+}
+
+func (h held) empty() bool { return len(h.kinds) == 0 }
+
+// heldCache is what the last ClaimDue left out, for NextDue.
+type heldCache struct {
+	mu sync.Mutex
+	h  held
+}
+
+func (c *heldCache) get() held {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.h
+}
+
+func (c *heldCache) set(h held) {
+	c.mu.Lock()
+	c.h = h
+	c.mu.Unlock()
+}
+
+// heldFilter is the condition that a model m is not left out by a held
+// of the parameters $first, $first+1, $first+2 (kinds, keys, tenants).
+func heldFilter(first int) string {
+	return fmt.Sprintf(`NOT EXISTS (SELECT FROM unnest($%d::text[], $%d::text[], $%d::text[]) AS l(kind, key, tenant)
+		WHERE starts_with(m.id, l.tenant) AND `+coversSQL+`)`, first, first+1, first+2)
+}
+
+// heldSQL reads the rate limits that models wait for, with their logs of
+// starts within per of $1 and the non-empty tenants waiting for each (one
+// index probe per tenant, a loose scan of models_waiting_limit).
+const heldSQL = waitedSQL + `
+	SELECT l.kind, l.key, coalesce(l.max_running, 0), l.max_starts, l.per, coalesce(l.burst, 0), g.at, g.n,
+		array(WITH RECURSIVE t(tenant) AS (
+				(SELECT m.waiting_tenant FROM models m
+					WHERE m.waiting_for_slot AND m.waiting_limit = w.name AND m.waiting_tenant > ''
+					ORDER BY m.waiting_tenant LIMIT 1)
+				UNION ALL
+				SELECT (SELECT m.waiting_tenant FROM models m
+					WHERE m.waiting_for_slot AND m.waiting_limit = w.name AND m.waiting_tenant > t.tenant
+					ORDER BY m.waiting_tenant LIMIT 1)
+				FROM t WHERE t.tenant IS NOT NULL)
+			SELECT tenant FROM t WHERE tenant IS NOT NULL)
+	FROM w JOIN limits l ON l.kind || ':' || l.key = w.name
+	LEFT JOIN LATERAL (SELECT array_agg(s.at ORDER BY s.at) AS at, array_agg(s.n ORDER BY s.at) AS n
+		FROM limit_starts s
+		WHERE s.kind = l.kind AND s.key = l.key AND s.at > $1::timestamptz - l.per * interval '1 microsecond') AS g ON true
+	WHERE l.max_starts IS NOT NULL`
+
+// beginClaimLimited begins the transaction of a pass while limits exist:
+// it takes the slots lock, reads the rate limits that models wait for
+// (heldSQL) and claims the due models that do not wait, up to limit,
+// leaving out those that a limit that admits no start at now holds
+// (heldFilter), and passes them to collect. It records what it left out
+// for NextDue.
+func (s *Store) beginClaimLimited(ctx context.Context, now time.Time, limit int, collect func(pgx.Rows) error) (*tx, error) {
+	var h held
+	// The slot statements are cheap, but the planner, which knows the
+	// limits table only by default estimates, may find them costly
+	// enough to compile them: a fifth of a second each time.
+	first := []string{lockSlotsSQL, "SET LOCAL jit = off"}
+	tx, err := s.beginQuery(ctx, first, func(rows pgx.Rows) error {
+		defer rows.Close()
+		var r limitRow
+		for rows.Next() {
+			var at []time.Time
+			var n []int32
+			var tenants []string
+			if err := rows.Scan(append(r.dest(), &at, &n, &tenants)...); err != nil {
+				return err
+			}
+			if len(tenants) == 0 {
+				continue
+			}
+			log := make([]refresh.RateStarts, len(at))
+			for i := range at {
+				log[i] = refresh.RateStarts{At: at[i], N: int(n[i])}
+			}
+			l := r.limit()
+			free, next := l.Admits(log, now)
+			if free > 0 {
+				continue
+			}
+			for _, t := range tenants {
+				h.kinds, h.keys, h.tenants = append(h.kinds, l.Kind), append(h.keys, l.Key), append(h.tenants, t)
+			}
+			if h.until.IsZero() || next.Before(h.until) {
+				h.until = next
+			}
+		}
+		return rows.Err()
+	}, heldSQL, now)
+	if err != nil {
+		return nil, err
+	}
+	s.held.set(h)
+	query, args := claimSQL, []any{now, limit}
+	if !h.empty() {
+		query = `SELECT ctid, ` + modelColumns + ` FROM models AS m
+			WHERE due_at <= $1 AND NOT waiting_for_slot AND ` + heldFilter(3) + `
+			ORDER BY due_at, id
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED`
+		args = append(args, h.kinds, h.keys, h.tenants)
+	}
+	rows, err := tx.Query(ctx, query, args...)
+	if err == nil {
+		err = collect(rows)
+	}
+	if err != nil {
+		tx.rollback()
+		return nil, err
+	}
+	return tx, nil
 }

@@ -49,6 +49,8 @@ type Store struct {
 	policies policyCache
 	// slots is what ClaimDue last read of whether limits exist.
 	slots slotCache
+	// held is what the last ClaimDue left to full rate limits.
+	held heldCache
 	// events are the lifecycle names written to the outbox (SetEvents).
 	events refresh.EventNames
 }
@@ -523,10 +525,23 @@ func (s *Store) History(ctx context.Context, id string, before time.Time, limit 
 }
 
 // NextDue returns the earliest DueAt of a model that can become due and
-// does not wait for a slot, and false if there is none.
+// does not wait for a slot, and false if there is none. While the last
+// claim left models held by a full rate limit (see heldFilter), they
+// count from when that limit admits again.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var next *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next); err != nil {
+	h := s.held.get()
+	var err error
+	if h.empty() {
+		err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next)
+	} else {
+		err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models AS m WHERE `+dueCondition+` AND `+heldFilter(1),
+			h.kinds, h.keys, h.tenants).Scan(&next)
+		if next == nil || h.until.Before(*next) {
+			next = &h.until
+		}
+	}
+	if err != nil {
 		return time.Time{}, false, storeError("next due model", err)
 	}
 	if next == nil {
@@ -534,6 +549,13 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	}
 	return next.UTC(), true, nil
 }
+
+// claimSQL claims the due models that do not wait, by due_at then id.
+const claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
+	WHERE due_at <= $1 AND NOT waiting_for_slot
+	ORDER BY due_at, id
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED`
 
 // ClaimDue locks up to limit due models that do not wait for a slot,
 // skipping those another transaction holds, earliest due_at first (then
@@ -557,23 +579,19 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
-	var first []string
-	if limited {
-		// The slot statements are cheap, but the planner, which knows
-		// the limits table only by default estimates, may find them
-		// costly enough to compile them: a fifth of a second each time.
-		first = []string{lockSlotsSQL, "SET LOCAL jit = off"}
-	}
 	var locked lockedModels
 	budget := refresh.NewPayloadBudget()
-	tx, err := s.beginQuery(ctx, first, func(rows pgx.Rows) (err error) {
+	collect := func(rows pgx.Rows) (err error) {
 		locked, err = collectLocked(rows, limit, &s.policies, budget)
 		return err
-	}, `SELECT ctid, `+modelColumns+` FROM models
-		WHERE due_at <= $1 AND NOT waiting_for_slot
-		ORDER BY due_at, id
-		LIMIT $2
-		FOR UPDATE SKIP LOCKED`, now, limit)
+	}
+	var tx *tx
+	if limited {
+		tx, err = s.beginClaimLimited(ctx, now, limit, collect)
+	} else {
+		s.held.set(held{})
+		tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit)
+	}
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
