@@ -82,6 +82,10 @@ type chartInput struct {
 	start time.Time
 	// running is the attempt in flight at start, if any (StartedAt set).
 	running refresh.State
+	// waiting is the rate limit the model waits for at start (a limit's
+	// String), "" for none; it waits until waitingUntil.
+	waiting      string
+	waitingUntil time.Time
 	// next returns the schedule's next occurrence after t, if any.
 	next func(t time.Time) (time.Time, bool)
 	loc  *time.Location
@@ -105,6 +109,16 @@ func buildChart(in chartInput) *chart {
 		plan  time.Time // the planned start it leads to, zero for none
 	}
 	var decisions []decision
+	// wait is a wait for a rate limit from at until the limit admits the
+	// start: a connector to the start it plans.
+	wait := func(at, until time.Time, limit string) {
+		decisions = append(decisions, decision{at: at, class: "d-wait", plan: until,
+			text:  "waits until " + until.In(loc).Format("15:04:05"),
+			title: fmt.Sprintf("waits from %s for %s until %s (%s)", formatAt(at, loc), limit, formatAt(until, loc), formatUTC(until))})
+	}
+	if in.waiting != "" && in.waitingUntil.After(in.start) {
+		wait(in.start, in.waitingUntil, in.waiting)
+	}
 	type action struct {
 		at   time.Time
 		what string
@@ -161,6 +175,10 @@ func buildChart(in chartInput) *chart {
 				d.title += ": " + e.Reason
 			}
 			decisions = append(decisions, d)
+		case refresh.EventWait:
+			if !e.WaitingUntil.IsZero() {
+				wait(e.At, e.WaitingUntil, e.Reason)
+			}
 		case refresh.EventTrigger, refresh.EventCancel:
 			closeBar(e.At, "superseded", e.Event+"ed")
 			actions = append(actions, action{e.At, e.Event})

@@ -137,7 +137,7 @@ func (h *Handler) handleModel(w http.ResponseWriter, r *http.Request, v *viewer)
 		}
 		p.Upstreams, p.WaitingFor = upstreamRows(m, ups)
 	}
-	p.Projections = project(ctx, m, history, p.Now, h.svc.EffectiveLimits())
+	p.Projections = project(ctx, h.svc, m, history, p.Now)
 	p.OverdueAt, _ = m.OverdueAt()
 	p.Overdue = m.Overdue(p.Now)
 	if !m.SnoozedSince.IsZero() {

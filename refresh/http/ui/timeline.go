@@ -71,19 +71,32 @@ func simulate(ctx context.Context, spec scenarios.Spec, lim refresh.Limits) ([]s
 // projected as if enabled now, a paused one as if resumed, and one with
 // nothing planned (after the enable or the resume: an on-demand model, a
 // schedule that has ended) as if triggered. history gives the attempts'
-// usual length.
-func project(ctx context.Context, m refresh.Model, history []refresh.Attempt, now time.Time, lim refresh.Limits) []projection {
+// usual length. The policies are checked against svc's global limits,
+// and the limits of svc's store that cover m are in force (see rateLog
+// for what the projection knows of the rate limits' starts).
+func project(ctx context.Context, svc *refresh.Service, m refresh.Model, history []refresh.Attempt, now time.Time) []projection {
 	policy, err := json.Marshal(m.Policy)
 	if err != nil {
 		return []projection{{Title: "Projected timeline", Err: "The policy could not be read: " + err.Error()}}
 	}
+	limits, err := svc.Store.Limits(ctx)
+	if err != nil {
+		return []projection{{Title: "Projected timeline", Err: "The limits could not be read: " + err.Error()}}
+	}
+	lim := svc.EffectiveLimits()
 	state := m.State
 	span := max(projectionSpan, time.Duration(m.Policy.GiveUpAfter)+24*time.Hour)
 	span = min(span, maxProjectionSpan)
 	base := scenarios.Spec{
 		Start: now, Until: now.Add(span),
-		Model: scenarios.SpecModel{ID: m.ID, Queue: m.Queue, Policy: policy, State: &state, CreatedAt: m.CreatedAt},
+		Model: scenarios.SpecModel{ID: m.ID, Queue: m.Queue, RateKey: m.RateKey, Policy: policy, State: &state, CreatedAt: m.CreatedAt},
 	}
+	for _, l := range limits {
+		if l.Covers(m) {
+			base.Limits = append(base.Limits, l)
+		}
+	}
+	base.Starts = rateLog(m, history, base.Limits, now)
 	actions, lead := projectedActions(m, now)
 	base.Actions = actions
 	took := usualLength(history, time.Duration(m.Policy.Timeout))
@@ -106,11 +119,75 @@ func project(ctx context.Context, m refresh.Model, history []refresh.Attempt, no
 	succeeding.Default = scenarios.Behaviour{Outcome: "success", After: took}
 
 	loc := zoneOf(m)
+	w := waitOf(m, base.Limits, now)
 	out := []projection{
-		runProjection(ctx, failing, lim, m, now, loc, lead+failWhat),
-		runProjection(ctx, succeeding, lim, m, now, loc, lead+"the next attempt succeeds"),
+		runProjection(ctx, failing, lim, m, w, loc, lead+failWhat),
+		runProjection(ctx, succeeding, lim, m, w, loc, lead+"the next attempt succeeds"),
 	}
 	return out
+}
+
+// rateLog returns what a projection of m knows of the logs of the rate
+// limits among limits (those that cover m) at now: m's own starts of
+// history within each limit's per, and, while m waits for one of them
+// until a later instant, as many starts at waiting_until - per as the
+// limit admits in a window, so that it admits no start before
+// waiting_until, as the wait said. The other models' starts are known
+// only through that wait: the projection starts m at waiting_until, as
+// the first model in line.
+func rateLog(m refresh.Model, history []refresh.Attempt, limits []refresh.Limit, now time.Time) []refresh.LimitStarts {
+	var log []refresh.LimitStarts
+	for _, l := range limits {
+		if !l.Rated() {
+			continue
+		}
+		per := time.Duration(l.Per)
+		for _, a := range history {
+			if a.StartedAt.Add(per).After(now) && !a.StartedAt.After(now) {
+				log = append(log, refresh.LimitStarts{Limit: l.Name(), At: a.StartedAt, N: 1})
+			}
+		}
+		if m.WaitingForSlot && m.WaitingLimit == l.Name() && m.WaitingUntil.After(now) {
+			log = append(log, refresh.LimitStarts{Limit: l.Name(), At: m.WaitingUntil.Add(-per), N: l.MaxStarts})
+		}
+	}
+	return log
+}
+
+// rateWait is a model's wait for a rate limit at the start of a
+// projection.
+type rateWait struct {
+	at    time.Time
+	limit string // the limit's String, "" for no wait
+	until time.Time
+}
+
+// waitOf returns the wait of m at now for a rate limit among limits, if
+// it waits for one until later.
+func waitOf(m refresh.Model, limits []refresh.Limit, now time.Time) rateWait {
+	if !m.WaitingForSlot || !m.WaitingUntil.After(now) {
+		return rateWait{}
+	}
+	for _, l := range limits {
+		if l.Name() == m.WaitingLimit && l.Rated() {
+			return rateWait{at: now, limit: l.String(), until: m.WaitingUntil}
+		}
+	}
+	return rateWait{}
+}
+
+// firstWait returns the model's first wait for a rate limit of timeline,
+// the one at the start (w) if it waits then.
+func firstWait(w rateWait, timeline []scenarios.Entry) rateWait {
+	if w.limit != "" {
+		return w
+	}
+	for _, e := range timeline {
+		if e.Event == refresh.EventWait && !e.WaitingUntil.IsZero() {
+			return rateWait{at: e.At, limit: e.Reason, until: e.WaitingUntil}
+		}
+	}
+	return rateWait{}
 }
 
 // projectedActions returns the actions a projection of m starts with at
@@ -142,8 +219,9 @@ func projectedActions(m refresh.Model, now time.Time) ([]scenarios.Action, strin
 	return nil, "If "
 }
 
-// runProjection simulates spec and draws it.
-func runProjection(ctx context.Context, spec scenarios.Spec, lim refresh.Limits, m refresh.Model, now time.Time, loc *time.Location, title string) projection {
+// runProjection simulates spec, which starts when m waits as w says, and
+// draws it.
+func runProjection(ctx context.Context, spec scenarios.Spec, lim refresh.Limits, m refresh.Model, w rateWait, loc *time.Location, title string) projection {
 	p := projection{Title: title}
 	timeline, stopped, err := simulate(ctx, spec, lim)
 	if err != nil {
@@ -153,8 +231,21 @@ func runProjection(ctx context.Context, spec scenarios.Spec, lim refresh.Limits,
 	p.Stopped = stopped
 	p.Rows = rows(timeline)
 	p.Summary = summarize(timeline, loc)
-	p.Chart = buildChart(chartInput{entries: forChart(timeline), start: now, running: m.State, next: m.Next, loc: loc, startLabel: "now"})
+	if fw := firstWait(w, timeline); fw.limit != "" {
+		p.Summary = fmt.Sprintf("Waits %s for %s until %s. %s", waitFrom(fw, spec.Start, loc), fw.limit, formatAt(fw.until, loc), p.Summary)
+	}
+	p.Chart = buildChart(chartInput{entries: forChart(timeline), start: spec.Start, running: m.State, waiting: w.limit, waitingUntil: w.until,
+		next: m.Next, loc: loc, startLabel: "now"})
 	return p
+}
+
+// waitFrom says when a wait of a projection from start begins: "now", or
+// "from" its time.
+func waitFrom(w rateWait, start time.Time, loc *time.Location) string {
+	if w.at.Equal(start) {
+		return "now"
+	}
+	return "from " + formatAt(w.at, loc)
 }
 
 // simulationError writes why a simulation did not run.
