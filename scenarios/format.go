@@ -141,6 +141,8 @@ func detail(e Entry) string {
 		} else {
 			add("waits for %s until %s", e.Reason, short(e.WaitingUntil))
 		}
+	case "wait_too_long":
+		add("has waited longer than max_lateness for %s", e.Reason)
 	case "freshness_lost":
 		add("overdue since %s, %s", short(e.OverdueSince), e.State)
 	case "freshness_restored":
@@ -282,6 +284,8 @@ func (g *gantt) write(timeline []Entry, daySections bool) {
 			mark(what, e.At)
 		case "skip":
 			mark(fmt.Sprintf("skip (%d missed)", e.Missed), e.At)
+		case "wait_too_long":
+			mark("waited longer than max_lateness", e.At)
 		case "wait":
 			if e.WaitingUntil.IsZero() {
 				mark("wait for a slot", e.At)

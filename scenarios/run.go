@@ -551,7 +551,7 @@ func entry(e refresh.Event) Entry {
 	switch e.Type {
 	case refresh.EventFailure, refresh.EventTimeout:
 		en.Kind, en.Decision, en.Reason = e.Kind, e.Decision, e.Reason
-	case refresh.EventWait:
+	case refresh.EventWait, refresh.EventWaitTooLong:
 		en.Reason = e.Reason
 	}
 	return en

@@ -135,6 +135,18 @@ func TestRunHonoursContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
+// events lists the entries of model (the model's own with one model, "")
+// as "15:04:05 event".
+func events(timeline []scenarios.Entry, model string) []string {
+	var out []string
+	for _, e := range timeline {
+		if e.Model == model {
+			out = append(out, e.At.Format("15:04:05")+" "+e.Event)
+		}
+	}
+	return out
+}
+
 // Starts a rate limit counted before the spec's start (Spec.Starts, as a
 // projection of a real model passes them) hold its first start back until
 // the oldest leaves the window; the wait shows until when in every format.
@@ -153,11 +165,7 @@ func TestRunSeededStarts(t *testing.T) {
 	}
 	timeline, err := scenarios.Run(context.Background(), spec, lim)
 	require.NoError(t, err)
-	var got []string
-	for _, e := range timeline {
-		got = append(got, e.At.Format("15:04:05")+" "+e.Event)
-	}
-	require.Equal(t, []string{"06:00:00 create", "06:00:00 wait", "06:00:10 start", "06:00:15 success"}, got)
+	require.Equal(t, []string{"06:00:00 create", "06:00:00 wait", "06:00:10 start", "06:00:15 success"}, events(timeline, ""))
 	wait := timeline[1]
 	require.True(t, wait.WaitingForSlot)
 	require.Equal(t, spec.Start.Add(10*time.Second), wait.WaitingUntil)
@@ -187,14 +195,30 @@ func TestRunCountsEachStartOnce(t *testing.T) {
 	for range 3 { // and each run alike
 		timeline, err := scenarios.Run(context.Background(), spec, lim)
 		require.NoError(t, err)
-		var got []string
-		for _, e := range timeline {
-			got = append(got, e.At.Format("15:04:05")+" "+e.Event)
-		}
 		require.Equal(t, []string{
 			"06:00:00 create", "06:00:00 start", "06:00:05 success",
 			"06:00:20 trigger", "06:00:20 start", "06:00:25 success",
 			"06:00:40 trigger", "06:00:40 wait", "06:01:00 start", "06:01:05 success",
-		}, got)
+		}, events(timeline, ""))
 	}
+}
+
+// A wait longer than the policy's max_lateness gets one wait_too_long
+// entry, at the first pass after it, naming the limit.
+func TestRunWaitTooLong(t *testing.T) {
+	t.Parallel()
+	lim := refresh.DefaultLimits()
+	spec, err := scenarios.ParseSpec([]byte(`{"start": "2026-03-02T06:00:00Z", "until": "2026-03-02T08:00:00Z",
+		"limits": [{"kind": "rate_key", "key": "k", "max_starts": 1, "per": "10m"}],
+		"models": [{"id": "a", "rate_key": "k", "trigger": true, "default": {"outcome": "success", "after": "5m"}},
+		  {"id": "b", "rate_key": "k", "policy": {"schedule": "FREQ=DAILY;BYHOUR=23", "max_lateness": "2m"}, "default": {"outcome": "success", "after": "1m"}}],
+		"actions": [{"at": "2026-03-02T06:00:30Z", "do": "trigger", "model": "b"}]}`), lim)
+	require.NoError(t, err)
+	timeline, err := scenarios.Run(context.Background(), spec, lim)
+	require.NoError(t, err)
+	require.Equal(t, []string{"06:00:00 create", "06:00:30 trigger", "06:00:30 wait", "06:05:00 wait_too_long", "06:10:00 start", "06:11:00 success"},
+		events(timeline, "b"))
+	var table bytes.Buffer
+	require.NoError(t, scenarios.WriteTable(&table, timeline))
+	require.Contains(t, table.String(), `has waited longer than max_lateness for rate_key "k" (max_starts 1 per 10m); waiting until 2026-03-02 06:10:00`)
 }
