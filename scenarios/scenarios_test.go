@@ -150,7 +150,7 @@ func events(timeline []scenarios.Entry, model string) []string {
 // Starts a rate limit counted before the spec's start (Spec.Starts, as a
 // projection of a real model passes them) hold its first start back until
 // the oldest leaves the window; the wait shows until when in every format.
-func TestRunSeededStarts(t *testing.T) {
+func TestScenarioWithEarlierStarts(t *testing.T) {
 	t.Parallel()
 	lim := refresh.DefaultLimits()
 	spec, err := scenarios.ParseSpec([]byte(`{"start": "2026-03-02T06:00:00Z", "until": "2026-03-02T07:00:00Z",
@@ -183,7 +183,7 @@ func TestRunSeededStarts(t *testing.T) {
 // A start counts once: a pass with no model due after a pass that started
 // one under a rate limit does not count that start again, so a trigger
 // within the window starts while the limit has room.
-func TestRunCountsEachStartOnce(t *testing.T) {
+func TestScenarioCountsEachStartOnce(t *testing.T) {
 	t.Parallel()
 	lim := refresh.DefaultLimits()
 	spec, err := scenarios.ParseSpec([]byte(`{"start": "2026-03-02T06:00:00Z", "until": "2026-03-02T06:10:00Z",
@@ -205,7 +205,7 @@ func TestRunCountsEachStartOnce(t *testing.T) {
 
 // A wait longer than the policy's max_lateness gets one wait_too_long
 // entry, at the first pass after it, naming the limit.
-func TestRunWaitTooLong(t *testing.T) {
+func TestScenarioWaitTooLong(t *testing.T) {
 	t.Parallel()
 	lim := refresh.DefaultLimits()
 	spec, err := scenarios.ParseSpec([]byte(`{"start": "2026-03-02T06:00:00Z", "until": "2026-03-02T08:00:00Z",

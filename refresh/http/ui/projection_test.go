@@ -77,13 +77,13 @@ const rateSpec = `{"start": "2026-03-02T14:28:00Z", "until": "%s",
 	   "default": {"outcome": "success", "after": "1m"}}
 	]}`
 
-// TestModelPageProjectsRateWait: the projection of a model held back by a
+// TestModelPageProjectionOfARateWait: the projection of a model held back by a
 // rate limit says which limit and until when, and plans its start no
 // earlier; it agrees with scenarios.Run of the whole situation (the
 // oracle): the store is brought to now by a run of the spec, and the
 // projection from there has the same waits, starts and successes as the
 // run that goes on.
-func TestModelPageProjectsRateWait(t *testing.T) {
+func TestModelPageProjectionOfARateWait(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	lim := refresh.DefaultLimits()
