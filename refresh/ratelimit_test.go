@@ -212,3 +212,26 @@ func TestSchedulerSleepsUntilAdmitted(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// A pass whose models no limit covers writes no starts: those of an
+// earlier pass are not counted again.
+func TestSchedulerStartsCountedOnce(t *testing.T) {
+	b := setup(t)
+	rate := refresh.Limit{Kind: refresh.LimitQueue, Key: "q", MaxStarts: 5, Per: refresh.Duration(time.Minute)}
+	b.putLimit(t, rate)
+	s := b.scheduler(t, refresh.SchedulerConfig{})
+	b.putDue(t, "a", "", t0)
+	require.Equal(t, 1, b.runAt(t, s, t0).Started)
+	other := refresh.Model{ID: "b", Queue: "other", Policy: mustPolicy(t, `{"timeout": "10m"}`), CreatedAt: t0,
+		State: refresh.State{RefreshAt: t0.Add(time.Second)}}
+	require.NoError(t, b.store.Modify(context.Background(), []string{"b"}, func([]refresh.Model) (refresh.Batch, error) {
+		return refresh.Batch{Changes: []refresh.Change{{Model: other}}}, nil
+	}))
+	require.Equal(t, 1, b.runAt(t, s, t0.Add(time.Second)).Started)
+	b.putDue(t, "c", "", t0.Add(2*time.Second))
+	_, err := b.store.ClaimDue(context.Background(), t0.Add(2*time.Second), 10, func(_ []refresh.Model, slots refresh.Slots) (refresh.Batch, error) {
+		require.Equal(t, [][]refresh.RateStarts{{{At: t0, N: 1}}}, slots.Rates)
+		return refresh.Batch{}, nil
+	})
+	require.NoError(t, err)
+}
