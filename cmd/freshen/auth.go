@@ -46,6 +46,17 @@ func loadAuth(file, text string, log *slog.Logger) (*refreshhttp.Auth, error) {
 	return a, nil
 }
 
+// tenantsFunc returns the scheduler's TenantsFunc: the prefixes of the
+// prefixed tokens of auth, each a tenant of the fair turns beside the keys
+// of the prefix limits; nil when no token has a prefix.
+func tenantsFunc(auth *refreshhttp.Auth) func() []string {
+	prefixes := auth.Prefixes()
+	if len(prefixes) == 0 {
+		return nil
+	}
+	return func() []string { return prefixes }
+}
+
 // jsonKind names the JSON of a Go kind.
 func jsonKind(k reflect.Kind) string {
 	switch k {

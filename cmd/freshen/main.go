@@ -33,7 +33,7 @@ func commands() []command {
 		{"schedule", "print the next occurrences of a schedule", runSchedule},
 		{"models", "list, show, change and act on models through the HTTP API", runModels},
 		{"dead", "list, requeue and drop dead letters through the HTTP API", runDead},
-		{"limits", "list, set and delete concurrency limits through the HTTP API", runLimits},
+		{"limits", "list, set and delete concurrency and rate limits through the HTTP API", runLimits},
 		{"token", "make a bearer token for the API, or hash one", runToken},
 		{"work", "take the jobs of a queue and run a command for each", runWork},
 		{"conformance", "check that a worker command keeps the wire format's contract", runConformance},

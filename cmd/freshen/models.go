@@ -33,8 +33,10 @@ const modelsUsage = `usage: freshen models <command> [flags] [args]
 commands:
   list                          list models (--disabled, --failing, --running, --paused, --queue, --all)
   show ID                       a model: state, disabled reason, next runs in its zone and UTC
-  put ID [-f FILE]              create or replace a model from a JSON body (stdin without -f)
-  patch ID [-f FILE]            change a model with a JSON merge patch (stdin without -f)
+  put ID [-f FILE] [--rate-key KEY]
+                                create or replace a model from a JSON body (stdin without -f)
+  patch ID [-f FILE] [--rate-key KEY]
+                                change a model with a JSON merge patch (stdin without -f)
   trigger|enable|pause|resume|cancel ID...
                                 act on models
   trigger|enable|pause|resume|cancel --prefix P [--queue Q] [--state S] [--overdue] [--all] [--dry-run]
@@ -323,24 +325,43 @@ func (c *clientCmd) modelsWrite(ctx context.Context, verb string, args []string)
 	fs := c.flags("ID", summary)
 	file := fs.String("f", "", "file of the JSON body; - or none reads stdin")
 	reason := fs.String("reason", "", "why, recorded in the audit (at most 500 bytes)")
+	rateKey := fs.String("rate-key", "", `the model's rate_key, the key of the rate_key limits that cover it ("" for none), set in the body`)
 	rest, code, ok := c.parse(args, 1, 1)
 	if !ok {
 		return code
 	}
+	var members []string // the names of the flags that set a body member
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "reason" || f.Name == "rate-key" {
+			members = append(members, f.Name)
+		}
+	})
 	var body []byte
 	var err error
-	if *file == "" || *file == "-" {
+	switch {
+	case *file == "" && verb == "patch" && len(members) > 0 && isTerminal(c.stdin):
+		// A patch of the flags' members alone, typed at a terminal.
+	case *file == "" || *file == "-":
 		body, err = io.ReadAll(c.stdin)
-	} else {
+	default:
 		body, err = os.ReadFile(*file)
 	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "%s: read body: %v\n", c.name, err)
 		return 2
 	}
-	if *reason != "" {
-		if body, err = withReason(body, *reason); err != nil {
-			fmt.Fprintf(c.stderr, "%s: %v\n", c.name, err)
+	if verb == "patch" && len(members) > 0 && len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}") // a patch of the flags' members alone
+	}
+	for _, name := range members {
+		member, value := "reason", *reason
+		if name == "rate-key" {
+			member, value = "rate_key", *rateKey
+		} else if value == "" {
+			continue
+		}
+		if body, err = withMember(body, member, value); err != nil {
+			fmt.Fprintf(c.stderr, "%s: --%s: %v\n", c.name, name, err)
 			return 2
 		}
 	}
@@ -588,16 +609,28 @@ func auditValue(v json.RawMessage) string {
 	return string(v)
 }
 
-// withReason returns the JSON object body with the member reason added
-// first; the server refuses a body that has one already (a duplicate
-// field).
-func withReason(body []byte, reason string) ([]byte, error) {
+// isTerminal reports whether r is a terminal, from which a body is not
+// read unless asked for (-f -).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// withMember returns the JSON object body with the string member name
+// added first; the server refuses a body that has one already (a
+// duplicate field).
+func withMember(body []byte, name, value string) ([]byte, error) {
 	trimmed := bytes.TrimSpace(body)
 	if !bytes.HasPrefix(trimmed, []byte("{")) {
-		return nil, errors.New("--reason needs a JSON object body")
+		return nil, errors.New("needs a JSON object body")
 	}
-	r, _ := json.Marshal(reason) // a string always encodes
-	out := append([]byte(`{"reason":`), r...)
+	n, _ := json.Marshal(name) // a string always encodes
+	v, _ := json.Marshal(value)
+	out := append(append(append([]byte("{"), n...), ':'), v...)
 	rest := bytes.TrimSpace(trimmed[1:])
 	if !bytes.HasPrefix(rest, []byte("}")) {
 		out = append(out, ',')
@@ -642,6 +675,9 @@ func printModel(w io.Writer, m refreshhttp.ModelWithRuns) {
 	tw := newTable(w)
 	tw.row("id", m.ID)
 	tw.row("queue", m.Queue)
+	if m.RateKey != "" {
+		tw.row("rate key", string(m.RateKey))
+	}
 	tw.row("state", modelState(m.Model))
 	if m.Disabled {
 		tw.row("disabled at", both(m.DisabledAt))
@@ -716,7 +752,7 @@ func printModel(w io.Writer, m refreshhttp.ModelWithRuns) {
 
 // printExtensions prints the rows of the extensions that apply to m (none
 // for a model that uses none): its upstreams with their status and what it
-// waits for, a wait for a concurrency slot, a broken or kept freshness
+// waits for, a wait for a concurrency slot or a rate limit, a broken or kept freshness
 // promise, an open debounce window, a snooze. both writes a time.
 func printExtensions(tw *table, m refreshhttp.ModelWithRuns, both func(refreshhttp.Time) string) {
 	for i, u := range m.UpstreamStatus {
@@ -742,6 +778,8 @@ func printExtensions(tw *table, m refreshhttp.ModelWithRuns, both func(refreshht
 		tw.row("waiting", string(m.WaitingFor))
 	}
 	switch {
+	case m.WaitingForSlot && m.WaitingLimit != nil && !time.Time(m.WaitingUntil).IsZero():
+		tw.row("waiting for slot", "yes (due; the rate limit "+*m.WaitingLimit+" admits its next start at "+both(m.WaitingUntil)+")")
 	case m.WaitingForSlot && m.WaitingLimit != nil:
 		tw.row("waiting for slot", "yes (due, but the concurrency limit "+*m.WaitingLimit+" is full)")
 	case m.WaitingForSlot:

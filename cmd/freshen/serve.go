@@ -636,6 +636,7 @@ func (m *Main) Run(ctx context.Context) error {
 			publisher.Wake()
 			consumer.Wake() // outcomes of the models the pass held
 		},
+		TenantsFunc: tenantsFunc(m.auth),
 	})
 	if err != nil {
 		return err

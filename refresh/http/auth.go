@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/freshen-dev/freshen/refresh"
@@ -240,6 +241,23 @@ func (a *Auth) lookupDigest(digest [sha256.Size]byte) (Principal, bool) {
 		return Principal{}, false
 	}
 	return a.tokens[found].p, true
+}
+
+// Prefixes returns the id prefixes of a's tokens, each once, sorted: the
+// tenants of the scheduler's fair turns (refresh.Tenant). A nil Auth has
+// none.
+func (a *Auth) Prefixes() []string {
+	if a == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range a.tokens {
+		if t.p.Prefix != "" {
+			out = append(out, t.p.Prefix)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // LookupHash returns the principal of the token whose Token.Hash is hash
