@@ -46,10 +46,11 @@ func newRegistry(m *refresh.Metrics, state *stateCollector, extra []prometheus.C
 		counter("starts_skipped_total", "Starts skipped by the catch-up window.", &m.Skipped),
 		counter("debounces_total", "Debounce windows that took effect.", &m.Debounced),
 		counter("triggers_total", "Trigger events, each trigger of a debounce window included.", &m.Triggers),
-		counter("slot_waits_total", "Waits of due models for a concurrency slot, one per wait.", &m.SlotWaits),
+		counter("slot_waits_total", "Waits of due models for a limit (a concurrency slot or a rate limit's start), one per wait.", &m.SlotWaits),
 		counter("freshness_lost_total", "Freshness episodes opened: models that became overdue.", &m.FreshnessLost),
 		counter("freshness_restored_total", "Freshness episodes ended by a success.", &m.FreshnessRestored),
 		prunedCollector{m},
+		limitCollector{m},
 	)
 	if c, ok := m.Observer.(prometheus.Collector); ok {
 		reg.MustRegister(c)
@@ -83,6 +84,29 @@ func (c prunedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- prunedDesc
 func (c prunedCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(prunedDesc, prometheus.CounterValue, float64(c.m.HistoryPrunedByAge.Load()), "age")
 	ch <- prometheus.MustNewConstMetric(prunedDesc, prometheus.CounterValue, float64(c.m.HistoryPrunedByCount.Load()), "count")
+}
+
+// The series of the limits the scheduler met (refresh.Metrics.LimitStats).
+var (
+	limitHeldDesc = prometheus.NewDesc("freshen_limit_held_total",
+		"Starts a limit held back, once per wait, by limit (kind:key).", []string{"limit"}, nil)
+	limitWaitDesc = prometheus.NewDesc("freshen_limit_wait_seconds",
+		"How long the longest current waiter of a limit has waited, as of the last scheduler pass that saw the limit, by limit (kind:key).", []string{"limit"}, nil)
+)
+
+// limitCollector exports what the scheduler saw of each limit.
+type limitCollector struct{ m *refresh.Metrics }
+
+func (c limitCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- limitHeldDesc
+	ch <- limitWaitDesc
+}
+
+func (c limitCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.m.LimitStats() {
+		ch <- prometheus.MustNewConstMetric(limitHeldDesc, prometheus.CounterValue, float64(st.Held), st.Limit)
+		ch <- prometheus.MustNewConstMetric(limitWaitDesc, prometheus.GaugeValue, st.Wait.Seconds(), st.Limit)
+	}
 }
 
 // Histograms is a refresh.Observer that keeps Prometheus histograms, in

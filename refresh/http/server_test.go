@@ -457,3 +457,20 @@ func TestClientThatLeavesIsNotAnError(t *testing.T) {
 	require.NotContains(t, b.logs.String(), "level=ERROR")
 	require.NotContains(t, b.logs.String(), "level=WARN")
 }
+
+// A start a limit holds back shows on /metrics by limit.
+func TestMetricsLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.store.PutLimit(context.Background(), refresh.Limit{Kind: refresh.LimitQueue, Key: "default", MaxStarts: 1, Per: refresh.Duration(time.Minute)}, false)
+	require.NoError(t, err)
+	b.put(t, "m1", `{"trigger": true}`)
+	b.put(t, "m2", `{"trigger": true}`)
+	require.Len(t, b.tick(t, "default"), 1, "the limit admits one start a minute")
+	b.clock.Advance(10 * time.Second)
+	require.Empty(t, b.tick(t, "default"))
+
+	text := b.raw(t, "GET", "/metrics", "").Body.String()
+	require.Contains(t, text, `freshen_limit_held_total{limit="queue:default"} 1`+"\n")
+	require.Contains(t, text, `freshen_limit_wait_seconds{limit="queue:default"} 10`+"\n")
+}
