@@ -161,8 +161,8 @@ type state struct {
 
 // stateOf returns the state of m that matters most, by the precedence of
 // the API's state (refresh.Model.Phase): disabled, paused, running,
-// snoozed, failing (a retry planned), waiting for a slot, scheduled, on
-// demand.
+// snoozed, failing (a retry planned), waiting for a slot or a rate limit,
+// scheduled, on demand.
 func stateOf(m refresh.Model) state {
 	switch m.Phase() {
 	case refresh.PhaseDisabled:
@@ -176,6 +176,9 @@ func stateOf(m refresh.Model) state {
 	case refresh.PhaseRetrying:
 		return state{"failing", "failing", fmt.Sprintf("%s in a row; the next attempt is planned.", plural(m.ConsecutiveFailures, "failure"))}
 	case refresh.PhaseWaitingForSlot:
+		if kind, key, ok := strings.Cut(m.WaitingLimit, ":"); ok && !m.WaitingUntil.IsZero() {
+			return state{"waiting for a rate limit", "running", fmt.Sprintf("It is due, but the rate limit of the %s %q admits no start yet; it starts as soon as the limit admits it, with the other models waiting for it in turn.", kind, key)}
+		}
 		if kind, key, ok := strings.Cut(m.WaitingLimit, ":"); ok {
 			return state{"waiting for a slot", "running", fmt.Sprintf("It is due, but the concurrency limit of the %s %q is full; it starts when a slot frees.", kind, key)}
 		}

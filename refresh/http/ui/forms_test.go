@@ -29,7 +29,7 @@ func (b *bundle) definedModel(t *testing.T, id string) refresh.Model {
 		b.put(t, up, `{"timeout": "10m"}`)
 	}
 	_, _, err := b.svc.Put(ctx, refresh.PutRequest{ID: id, Queue: "reports", Payload: json.RawMessage(`{"input_url": "https://example.com/a", "n": 3}`),
-		Policy: json.RawMessage(scheduled), Upstreams: []string{"up-1", "up-2"}, UpstreamsMode: "any"})
+		Policy: json.RawMessage(scheduled), Upstreams: []string{"up-1", "up-2"}, UpstreamsMode: "any", RateKey: "api.example.com"})
 	require.NoError(t, err)
 	_, _, err = b.svc.Act(ctx, id, refresh.ActionPause)
 	require.NoError(t, err)
@@ -37,17 +37,19 @@ func (b *bundle) definedModel(t *testing.T, id string) refresh.Model {
 }
 
 // requireKept fails unless after has before's queue, payload, upstreams,
-// their mode and its paused flag.
+// their mode, rate key and its paused flag.
 func requireKept(t *testing.T, before, after refresh.Model, what string) {
 	t.Helper()
 	require.Equal(t, before.Queue, after.Queue, "%s keeps the queue", what)
 	require.JSONEq(t, string(before.Payload), string(after.Payload), "%s keeps the payload", what)
 	require.Equal(t, before.Upstreams, after.Upstreams, "%s keeps the upstreams", what)
 	require.Equal(t, before.UpstreamsMode, after.UpstreamsMode, "%s keeps the upstreams' mode", what)
+	require.Equal(t, before.RateKey, after.RateKey, "%s keeps the rate key", what)
 }
 
 // The preview's Save replaces the policy, and only the policy: the
-// upstreams, their mode, the queue, the payload and the run state stay,
+// upstreams, their mode, the queue, the payload, the rate key and the run
+// state stay,
 // and the audit records the policy's members before and after.
 func TestFormPreviewSaveKeepsTheRest(t *testing.T) {
 	t.Parallel()

@@ -153,7 +153,8 @@ func (h *Handler) handlePreview(w http.ResponseWriter, r *http.Request, v *viewe
 // savePolicy replaces the policy of the preview's model with the form's,
 // if the model has not changed since the preview was opened; then shows
 // the model. The form shows the policy only: everything else of the
-// definition (queue, payload, upstreams and their mode) stays as it was.
+// definition (queue, payload, upstreams and their mode, rate key) stays
+// as it was.
 // The policy is replaced whole, as the form shows it whole: a member left
 // out of it takes its default.
 func (h *Handler) savePolicy(w http.ResponseWriter, r *http.Request, v *viewer, p previewPage) {
@@ -170,7 +171,7 @@ func (h *Handler) savePolicy(w http.ResponseWriter, r *http.Request, v *viewer, 
 	err = refresh.Errorf(refresh.EPRECONDITION, "model %s has changed", id)
 	if refresh.DefinitionTag(m) == p.Form.Tag {
 		_, _, err = h.svc.Put(v.audited(r.Context()), refresh.PutRequest{ID: id, Queue: m.Queue, Payload: m.Payload,
-			Upstreams: m.Upstreams, UpstreamsMode: m.UpstreamsMode,
+			Upstreams: m.Upstreams, UpstreamsMode: m.UpstreamsMode, RateKey: m.RateKey,
 			Policy: json.RawMessage(p.Form.Policy), IfMatch: []string{p.Form.Tag}})
 	}
 	switch {
