@@ -341,7 +341,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.InstanceID, "instance-id", c.InstanceID, "name of this instance among the outcome consumers and in pg_stat_activity; "+
 		"keep it stable across restarts (the default is the host name: two instances on one host need distinct ids)")
 	durationVar(fs, &c.MaxSleep, "max-sleep", c.MaxSleep, "longest the scheduler sleeps without looking at the database")
-	fs.Var(limitsFlag{&c.MaxRunning}, "max-running", "a concurrency limit to create at start if it does not exist yet: queue:NAME=N or prefix:PREFIX=N (repeat the flag, or separate them with commas); change limits later with freshen limits")
+	fs.Var(limitsFlag{&c.MaxRunning}, "max-running", "a concurrency limit to create at start if it does not exist yet: queue:NAME=N, prefix:PREFIX=N or rate_key:KEY=N (repeat the flag, or separate them with commas); change limits later, and set rate limits, with freshen limits")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&c.Migrate, "migrate", c.Migrate, "apply the database migrations at start (else serve refuses a schema that is not this build's)")
 	durationVar(fs, &c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "longest to wait at start for PostgreSQL and Redis; 0 waits until they answer")
