@@ -117,6 +117,22 @@ func (st *limitState) free(now time.Time) int {
 	return max(free, 0)
 }
 
+// tenantsSQL is the query t(tenant) of the tenants waiting for the
+// limit named name that the condition first holds for (a comparison with
+// the empty tenant, to take it or not), one index probe each (a loose
+// scan of models_waiting_limit), ended by a NULL.
+func tenantsSQL(name, first string) string {
+	return `t(tenant) AS (
+		(SELECT m.waiting_tenant FROM models m
+			WHERE m.waiting_for_slot AND m.waiting_limit = ` + name + ` AND m.waiting_tenant ` + first + `
+			ORDER BY m.waiting_tenant LIMIT 1)
+		UNION ALL
+		SELECT (SELECT m.waiting_tenant FROM models m
+			WHERE m.waiting_for_slot AND m.waiting_limit = ` + name + ` AND m.waiting_tenant > t.tenant
+			ORDER BY m.waiting_tenant LIMIT 1)
+		FROM t WHERE t.tenant IS NOT NULL)`
+}
+
 // offerSQL adds to a pass the waiting models that may take a slot or a
 // start (see claimForSlots), locked, by refresh_at then id. For each limit
 // $1 with $2 free, the tenants waiting for it are found one index probe
@@ -124,18 +140,11 @@ func (st *limitState) free(now time.Time) int {
 // $2 waiting models through the same index; they take turns: the first
 // model of each tenant, then the second of each..., each turn by
 // refresh_at then id.
-const offerSQL = `SELECT ctid, ` + modelColumns + ` FROM models
+var offerSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 	WHERE id = ANY (ARRAY(
 		SELECT o.id FROM unnest($1::text[], $2::int[]) AS l(name, free)
 		CROSS JOIN LATERAL (
-			WITH RECURSIVE t(tenant) AS (
-				(SELECT m.waiting_tenant FROM models m WHERE m.waiting_for_slot AND m.waiting_limit = l.name
-					ORDER BY m.waiting_tenant LIMIT 1)
-				UNION ALL
-				SELECT (SELECT m.waiting_tenant FROM models m
-					WHERE m.waiting_for_slot AND m.waiting_limit = l.name AND m.waiting_tenant > t.tenant
-					ORDER BY m.waiting_tenant LIMIT 1)
-				FROM t WHERE t.tenant IS NOT NULL)
+			WITH RECURSIVE ` + tenantsSQL("l.name", ">= ''") + `
 			SELECT x.id FROM t CROSS JOIN LATERAL (
 				SELECT f.id, f.refresh_at, row_number() OVER (ORDER BY f.refresh_at, f.id) AS turn
 				FROM (SELECT m.id, m.refresh_at FROM models m
@@ -374,17 +383,9 @@ func heldFilter(first int) string {
 // heldSQL reads the rate limits that models wait for, with their logs of
 // starts within per of $1 and the non-empty tenants waiting for each (one
 // index probe per tenant, a loose scan of models_waiting_limit).
-const heldSQL = waitedSQL + `
+var heldSQL = waitedSQL + `
 	SELECT l.kind, l.key, coalesce(l.max_running, 0), l.max_starts, l.per, coalesce(l.burst, 0), g.at, g.n,
-		array(WITH RECURSIVE t(tenant) AS (
-				(SELECT m.waiting_tenant FROM models m
-					WHERE m.waiting_for_slot AND m.waiting_limit = w.name AND m.waiting_tenant > ''
-					ORDER BY m.waiting_tenant LIMIT 1)
-				UNION ALL
-				SELECT (SELECT m.waiting_tenant FROM models m
-					WHERE m.waiting_for_slot AND m.waiting_limit = w.name AND m.waiting_tenant > t.tenant
-					ORDER BY m.waiting_tenant LIMIT 1)
-				FROM t WHERE t.tenant IS NOT NULL)
+		array(WITH RECURSIVE ` + tenantsSQL("w.name", "> ''") + `
 			SELECT tenant FROM t WHERE tenant IS NOT NULL)
 	FROM w JOIN limits l ON l.kind || ':' || l.key = w.name
 	LEFT JOIN LATERAL (SELECT array_agg(s.at ORDER BY s.at) AS at, array_agg(s.n ORDER BY s.at) AS n
