@@ -156,6 +156,7 @@ class Script {
 
 const scripts = {
   move: new Script(lua.move),
+  post: new Script(lua.post),
   requeue: new Script(lua.requeue),
   dead: new Script(lua.dead),
   giveBack: new Script(lua.give_back),
@@ -163,9 +164,18 @@ const scripts = {
 
 interface Task {
   raw: Buffer;
-  job?: Job;
+  // The job, or why it is refused; decoded once.
+  job?: Job | string;
+  // The revocation of its attempt as read when it was taken (undefined: not
+  // read), and the uid it was read for, which must be the decoded one for
+  // that value to count.
+  revoked?: string | null;
+  readUid?: string;
   handle?: RunningJob;
 }
+
+/** A job done: its task and its outcome (none for a job dropped unrun). */
+type Done = [Task, string | undefined];
 
 export interface WorkerStats {
   taken: number;
@@ -181,6 +191,22 @@ export interface WorkerStats {
 }
 
 const MAX_BATCH = 1000;
+
+/**
+ * The tasks of a reply of move.lua with a revocation prefix: the messages,
+ * then for each the attempt uid the script read (null if none) and the
+ * value of its revocation key.
+ */
+function tasksOf(reply: Array<Buffer | null>): Task[] {
+  const m = reply.length / 3;
+  const tasks: Task[] = new Array(m);
+  for (let i = 0; i < m; i++) {
+    const uid = reply[m + 2 * i];
+    const revoked = reply[m + 2 * i + 1];
+    tasks[i] = uid === null ? { raw: reply[i]! } : { raw: reply[i]!, readUid: uid.toString(), revoked: revoked === null ? null : revoked.toString() };
+  }
+  return tasks;
+}
 
 function defaultId(): string {
   let host = hostname().replace(/[^A-Za-z0-9._@-]/g, "-").slice(0, 100);
@@ -207,8 +233,8 @@ export class Worker {
   private readonly revokedCheckMs: number;
   private readonly blockMs: number;
   private readonly active = new Set<Task>();
-  private readonly running = new Set<Promise<void>>();
-  private done: Array<[Task, string | undefined]> = [];
+  private handlers = 0; // running
+  private done: Done[] = [];
   private posting: Promise<void> | undefined;
   // True while the fetch loop will take again without waiting on Redis: the
   // outcomes that come meanwhile go with that take, in one write.
@@ -216,8 +242,7 @@ export class Worker {
   private free: number;
   private takes = 0; // odd while a take is under way
   private stopping = false;
-  private wake: () => void = () => {};
-  private changed: Promise<void> = Promise.resolve();
+  private waiters: Array<() => void> = [];
 
   constructor(private readonly handler: Handler, opts: WorkerOptions) {
     const queue = opts.queue || "default";
@@ -287,7 +312,7 @@ export class Worker {
       await this.fetchLoop();
     } finally {
       this.carry(false);
-      while (this.running.size > 0) await Promise.allSettled([...this.running]);
+      while (this.handlers > 0) await this.changed();
       await this.flush();
       closed = true;
       clearInterval(watch);
@@ -302,9 +327,17 @@ export class Worker {
     }
   }
 
+  /** Wakes whoever waits in changed(). */
   private tick(): void {
-    this.wake();
-    this.changed = new Promise((resolve) => (this.wake = resolve));
+    if (this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /** Resolves at the next tick: a slot freed, a take returned, stop. */
+  private changed(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
   }
 
   private async sleepUnlessClosed(ms: number, closed: () => boolean): Promise<void> {
@@ -316,7 +349,7 @@ export class Worker {
 
   private async fetchLoop(): Promise<void> {
     while (!this.stopping) {
-      while (this.free === 0 && !this.stopping) await this.changed;
+      while (this.free === 0 && !this.stopping) await this.changed();
       // Let the handlers that are finishing free their slots too: one take
       // for all of them.
       await new Promise((r) => setImmediate(r));
@@ -324,28 +357,28 @@ export class Worker {
       const n = Math.min(this.free, MAX_BATCH);
       this.free -= n;
       this.takes++;
-      const raws: Buffer[] = [];
+      const tasks: Task[] = [];
       let failed = false;
       try {
-        // While jobs wait, one script moves up to n of them (sent with the
+        // While jobs wait, move.lua moves up to n of them (sent with the
         // outcomes waiting to be posted); when none does, BLMOVE waits for
-        // the first, and the script takes more.
+        // the first, and move.lua takes more.
         const acks = this.posting ? [] : this.done.splice(0, MAX_BATCH);
-        raws.push(...(acks.length > 0 ? await this.postAndTake(acks, n) : ((await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n, 8 * this.lim.maxBytes])) as Buffer[])));
-        if (raws.length === 0) {
+        tasks.push(...(await this.take(n, acks)));
+        if (tasks.length === 0) {
           this.carry(false);
           const raw = await this.blocking.blmoveBuffer(this.keys.jobs, this.keys.working, "RIGHT", "LEFT", this.blockMs / 1000);
           this.carrying = true;
           if (raw) {
-            raws.push(raw);
-            if (n > 1) raws.push(...((await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n - 1, 8 * this.lim.maxBytes])) as Buffer[]));
+            const first: Task = { raw };
+            tasks.push(first);
+            tasks.push(...(await this.take(n - 1, [], first)));
           }
         }
       } catch (e) {
         this.log("error", "take jobs", { err: String(e) });
         failed = true;
       }
-      const tasks: Task[] = raws.map((raw) => ({ raw }));
       for (const t of tasks) this.active.add(t);
       this.takes++;
       this.free += n - tasks.length;
@@ -372,46 +405,54 @@ export class Worker {
     if (!on && !this.posting && this.done.length > 0) this.posting = this.postLoop();
   }
 
+  /**
+   * Dead-letters the tasks whose job is refused, drops those past their
+   * deadline or revoked (reading, with one MGET, the revocations the take
+   * did not read), and runs the others.
+   */
   private async start(tasks: Task[]): Promise<void> {
     const now = Date.now();
-    const run: Task[] = [];
+    const run: Array<[Task, Job]> = [];
+    const unread: Array<[Task, Job]> = [];
     for (const t of tasks) {
-      const job = decodeJob(t.raw, this.lim);
+      const job = (t.job ??= decodeJob(t.raw, this.lim));
       if (typeof job === "string") {
         await this.deadLetter(t, "job: " + job);
         continue;
       }
-      t.job = job;
       if (job.deadlineAt && job.deadlineAt.getTime() <= now) {
         this.stats.expired++;
         this.log("info", "dropped job past its deadline", { model_id: job.modelId, attempt_uid: job.attemptUid });
         this.finish(t, undefined);
         continue;
       }
-      run.push(t);
+      if (t.readUid !== job.attemptUid) t.revoked = undefined;
+      run.push([t, job]);
+      if (t.revoked === undefined) unread.push([t, job]);
     }
-    if (run.length === 0) return;
-    let revoked: Array<string | null>;
-    try {
-      revoked = await this.r.mget(run.map((t) => this.keys.revoked(t.job!.attemptUid)));
-    } catch (e) {
-      this.log("error", "check whether the attempts were revoked", { err: String(e) });
-      revoked = run.map(() => null); // a revocation is seen while they run
-    }
-    run.forEach((t, i) => {
-      if (revoked[i] != null) {
-        this.stats.revoked++;
-        this.log("info", "dropped job: attempt revoked", { model_id: t.job!.modelId, attempt_uid: t.job!.attemptUid, reason: revoked[i] });
-        this.finish(t, undefined);
-        return;
+    if (unread.length > 0) {
+      try {
+        const vals = await this.r.mget(unread.map(([, job]) => this.keys.revoked(job.attemptUid)));
+        unread.forEach(([t], i) => (t.revoked = vals[i]));
+      } catch (e) {
+        this.log("error", "check whether the attempts were revoked", { err: String(e) }); // a revocation is seen while they run
       }
-      t.handle = new RunningJob(this, t.job!);
-      const p: Promise<void> = this.runOne(t).finally(() => this.running.delete(p));
-      this.running.add(p);
-    });
+    }
+    for (const [t, job] of run) {
+      if (t.revoked != null) {
+        this.stats.revoked++;
+        this.log("info", "dropped job: attempt revoked", { model_id: job.modelId, attempt_uid: job.attemptUid, reason: t.revoked });
+        this.finish(t, undefined);
+        continue;
+      }
+      t.handle = new RunningJob(this, job);
+      this.handlers++;
+      void this.runOne(t, job);
+    }
   }
 
-  private async runOne(t: Task): Promise<void> {
+  /** Runs the handler on t and has its outcome posted. */
+  private async runOne(t: Task, job: Job): Promise<void> {
     let result: unknown, err: unknown, thrown = false;
     try {
       result = await this.handler(t.handle!);
@@ -419,7 +460,7 @@ export class Worker {
       thrown = true;
       err = e;
     }
-    const o = outcomeOf(t.job!, result, thrown, err, this.lim);
+    const o = outcomeOf(job, result, thrown, err, this.lim);
     if (o.outcome === "success") this.stats.succeeded++;
     else if (o.outcome === "snooze") this.stats.snoozed++;
     else {
@@ -427,6 +468,7 @@ export class Worker {
       this.log("info", "job failed", { model_id: o.model_id, attempt_uid: o.attempt_uid, kind: o.kind, err: String(err) });
     }
     t.handle = undefined;
+    this.handlers--;
     this.finish(t, JSON.stringify(o));
   }
 
@@ -466,22 +508,25 @@ export class Worker {
     while (this.posting) await this.posting;
   }
 
+  /** The arguments of post.lua for batch: the outcomes, then the jobs. */
+  private postArgs(batch: Done[]): Array<string | Buffer | number> {
+    const outcomes: string[] = [];
+    for (const [, o] of batch) if (o !== undefined) outcomes.push(o);
+    const args: Array<string | Buffer | number> = [outcomes.length, ...outcomes];
+    for (const [t] of batch) args.push(t.raw);
+    return args;
+  }
+
   /**
-   * Pushes the outcomes of batch and drops its jobs from the working list in
-   * one transaction; a job whose outcome could not be posted stays there,
-   * and the reconciliation gives it back.
+   * Pushes the outcomes of batch and drops its jobs from the working list
+   * in one step (post.lua); a job whose outcome could not be posted stays
+   * there, and the reconciliation gives it back.
    */
-  private async post(batch: Array<[Task, string | undefined]>): Promise<void> {
-    const outcomes = batch.map(([, o]) => o).filter((o): o is string => o !== undefined);
+  private async post(batch: Done[]): Promise<void> {
     let delay = 100;
     for (let attempt = 1; ; attempt++) {
       try {
-        const m = this.r.multi();
-        if (outcomes.length > 0) m.lpush(this.keys.outcomes, ...outcomes);
-        for (const [t] of batch) m.lrem(this.keys.working, -1, t.raw);
-        const res = await m.exec();
-        const failed = res?.find(([e]) => e);
-        if (!res || failed) throw failed?.[0] ?? new Error("transaction aborted");
+        await scripts.post.run(this.r, [this.keys.outcomes, this.keys.working], this.postArgs(batch));
         break;
       } catch (e) {
         if (attempt === 5) {
@@ -497,30 +542,50 @@ export class Worker {
   }
 
   /**
-   * Sends the transaction of post for acks and the take of up to n jobs in
-   * one write, and returns the jobs taken; if the transaction failed, acks
-   * are posted as post does, before the take's error, if any, is thrown.
+   * Takes up to n jobs with move.lua, which also reads their revocations,
+   * and returns them; in the same write, it posts acks (post.lua) and reads
+   * the revocation of first, a job taken already. If posting acks failed,
+   * they are posted as post does, before the take's error, if any, is
+   * thrown.
    */
-  private async postAndTake(acks: Array<[Task, string | undefined]>, n: number): Promise<Buffer[]> {
-    const outcomes = acks.map(([, o]) => o).filter((o): o is string => o !== undefined);
-    const commands: unknown[][] = [["multi"]];
-    if (outcomes.length > 0) commands.push(["lpush", this.keys.outcomes, ...outcomes]);
-    for (const [t] of acks) commands.push(["lrem", this.keys.working, -1, t.raw]);
-    commands.push(["exec"], ["evalshaBuffer", scripts.move.sha, 2, this.keys.jobs, this.keys.working, n, 8 * this.lim.maxBytes]);
+  private async take(n: number, acks: Done[], first?: Task): Promise<Task[]> {
+    const keys = [this.keys.jobs, this.keys.working];
+    const args = [n, 8 * this.lim.maxBytes, "", "", this.keys.revokedPrefix];
+    const commands: unknown[][] = [];
+    if (acks.length > 0) commands.push(["evalshaBuffer", scripts.post.sha, 2, this.keys.outcomes, this.keys.working, ...this.postArgs(acks)]);
+    if (n > 0) commands.push(["evalshaBuffer", scripts.move.sha, 2, ...keys, ...args]);
+    if (first) {
+      first.job = decodeJob(first.raw, this.lim);
+      if (typeof first.job === "object") {
+        first.readUid = first.job.attemptUid;
+        commands.push(["get", this.keys.revoked(first.job.attemptUid)]);
+      }
+    }
+    if (commands.length === 0) return [];
     let res: Array<[Error | null, unknown]> | null = null;
     try {
       res = await this.r.pipeline(commands).exec();
     } catch (e) {
       this.log("error", "post outcomes and take jobs", { err: String(e) });
     }
-    const tx = res?.[res.length - 2];
-    if (!tx || tx[0] || !Array.isArray(tx[1]) || tx[1].some((r) => r instanceof Error)) await this.post(acks);
-    else for (const [t] of acks) this.active.delete(t);
-    const take = res?.[res.length - 1];
-    if (!take) throw new Error("take jobs: no reply");
-    if (take[0] && String(take[0].message).startsWith("NOSCRIPT")) return (await scripts.move.run(this.r, [this.keys.jobs, this.keys.working], [n, 8 * this.lim.maxBytes])) as Buffer[];
-    if (take[0]) throw take[0];
-    return take[1] as Buffer[];
+    let i = 0;
+    if (acks.length > 0) {
+      const posted = res?.[i++];
+      if (!posted || posted[0]) await this.post(acks);
+      else for (const [t] of acks) this.active.delete(t);
+    }
+    let taken: Task[] = [];
+    if (n > 0) {
+      const reply = res?.[i++];
+      if (!reply) throw new Error("take jobs: no reply");
+      if (reply[0] && !String(reply[0].message).startsWith("NOSCRIPT")) throw reply[0];
+      taken = tasksOf((reply[0] ? await scripts.move.run(this.r, keys, args) : reply[1]) as Array<Buffer | null>);
+    }
+    if (first?.readUid !== undefined) {
+      const got = res?.[i++];
+      if (got && !got[0]) first.revoked = got[1] as string | null;
+    }
+    return taken;
   }
 
   /** @internal */
@@ -552,7 +617,7 @@ export class Worker {
       const under = this.takes % 2 === 1 ? this.takes : undefined;
       const items = await this.r.lrangeBuffer(this.keys.working, 0, -1);
       if (items.length === 0) return;
-      while (under !== undefined && this.takes === under) await this.changed;
+      while (under !== undefined && this.takes === under) await this.changed();
       const held = new Map<string, number>();
       for (const t of this.active) held.set(t.raw.toString("latin1"), (held.get(t.raw.toString("latin1")) ?? 0) + 1);
       const stranded: Buffer[] = [];
@@ -579,7 +644,8 @@ export class Worker {
     const now = Date.now();
     const running = [...this.active].filter((t) => t.handle && !t.handle.cancelReason);
     for (const t of running) {
-      if (t.job!.deadlineAt && t.job!.deadlineAt.getTime() <= now) this.cancel(t, "deadline");
+      const d = t.handle!.deadlineAt;
+      if (d && d.getTime() <= now) this.cancel(t, "deadline");
     }
     if (this.checking || now - this.lastRevokedCheck < this.revokedCheckMs) return;
     const live = running.filter((t) => t.handle && !t.handle.cancelReason);
@@ -587,7 +653,7 @@ export class Worker {
     this.lastRevokedCheck = now;
     this.checking = true;
     try {
-      const vals = await this.r.mget(live.map((t) => this.keys.revoked(t.job!.attemptUid)));
+      const vals = await this.r.mget(live.map((t) => this.keys.revoked(t.handle!.attemptUid)));
       live.forEach((t, i) => {
         if (vals[i] != null) {
           this.stats.stopped++;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Failure, cutText, decodeJob, snooze, unchanged } from "../dist/esm/index.js";
-import { deadEntry, outcomeOf } from "../dist/esm/wire.js";
+import { deadEntry, outcomeOf, parseTime } from "../dist/esm/wire.js";
 import { createRequire } from "node:module";
 
 test("a valid job", () => {
@@ -35,6 +35,52 @@ test("refusals name the field and the rule", () => {
   }
   assert.equal(typeof decodeJob(Buffer.from('{"model_id":"m","attempt_uid":"u","payload":{"a":1,"a":2}}')), "object");
   assert.equal(decodeJob(Buffer.alloc(1025, "x"), { maxBytes: 1024, maxIdBytes: 200, maxKindBytes: 64, maxMessageBytes: 4096 }), "too large: must be at most 1024 bytes, got 1025");
+});
+
+test("a job decodes the same however it is written", () => {
+  // Written as JSON.stringify writes it, a job skips the scan of its
+  // members; written otherwise (spaces, escapes, a name twice), it does not.
+  const compact = '{"model_id":"m","attempt_uid":"u","attempt_no":2,"payload":{"a":[1,"x"]},"started_at":"2026-03-02T06:00:00Z","deadline_at":"2026-03-02T07:00:00.25Z"}';
+  const want = decodeJob(Buffer.from(compact));
+  assert.equal(want.deadlineAt.toISOString(), "2026-03-02T07:00:00.250Z");
+  for (const other of [
+    compact.replaceAll(",", ", ").replace("{", "{ "),
+    compact.replace('"model_id":"m"', '"model_\\u0069d":"\\u006d"'),
+    compact.replace('"attempt_no":2', '"attempt_no":  2'),
+  ]) {
+    assert.notEqual(other, compact);
+    assert.deepEqual(decodeJob(Buffer.from(other)), want, other);
+  }
+  const refusals = [
+    ['{"model_id":1,"attempt_uid":"u"}', "model_id: must be a string, got 1"],
+    ['{"model_id":"m","attempt_uid":"u","attempt_no":1e+21}', "attempt_no: must be an integer, got 1e+21"],
+    ['{"model_id":"m","attempt_uid":"u","attempt_no":1.5}', "attempt_no: must be an integer, got 1.5"],
+    ['{"model_id":"m","attempt_uid":"u","deadline_at":"2026-03-02"}', 'deadline_at: must be an RFC 3339 time, got "2026-03-02"'],
+    ['{"model_id":"m","attempt_uid":"u","deadline_at":{"at":"now"}}', 'deadline_at: must be a string, got {"at":"now"}'],
+  ];
+  for (const [compact, want] of refusals) {
+    assert.equal(decodeJob(Buffer.from(compact)), want, compact);
+    const spaced = compact.replaceAll(":", ": ");
+    assert.equal(decodeJob(Buffer.from(spaced)), want.replace(/got (.*)/, (_, v) => "got " + v.replaceAll(":", ": ")), spaced);
+  }
+  assert.equal(decodeJob(Buffer.from('{"model_id":"m","attempt_uid":"u","model_id":"m"}')), "model_id: duplicate field");
+  assert.equal(decodeJob(Buffer.from('{"model_id":"m","attempt_uid":"u","x\\u0000":1}')), 'field name "x\\u0000": must not contain NUL (\\u0000)');
+});
+
+test("times", () => {
+  // Date.UTC reads the usual UTC times; the others, Date's own parse.
+  for (const [s, want] of [
+    ["2026-03-02T06:00:00Z", "2026-03-02T06:00:00.000Z"],
+    ["2026-03-02t06:00:00.123456789z", "2026-03-02T06:00:00.123Z"],
+    ["2026-03-02T06:00:00.5+01:00", "2026-03-02T05:00:00.500Z"],
+    ["2026-02-30T00:00:00Z", "2026-03-02T00:00:00.000Z"],
+    ["0050-01-01T00:00:00Z", "0050-01-01T00:00:00.000Z"],
+  ]) {
+    assert.equal(parseTime(s)?.toISOString(), want, s);
+  }
+  for (const s of ["2026-13-01T00:00:00Z", "2026-01-01T23:60:00Z", "2026-01-01 00:00:00Z", "2026-01-01T00:00:00"]) {
+    assert.equal(parseTime(s), undefined, s);
+  }
 });
 
 test("texts are cut on a character boundary", () => {

@@ -116,6 +116,41 @@ describe("worker", { skip: URL ? false : "REDIS_URL is not set: run under script
     await c.cleanup();
   });
 
+  test("a revoked job is dropped unrun however it is taken", async () => {
+    // The take reads the revocation of the jobs it moves; of one that came
+    // with BLMOVE, in the same write; of one whose uid the take read
+    // otherwise than the decoder (an escape, a member of the payload of the
+    // same name written first), with an MGET.
+    const c = setup();
+    try {
+      const revoke = async (uid) => (await r.set(c.p + "revoked:" + uid, "cancelled"), uid);
+      const job = (model, uid) => ({ model_id: model, attempt_uid: uid, attempt_no: 1, queue: "q", deadline_at: new Date(Date.now() + 3600e3).toISOString() });
+      await c.push("moved", { uid: await revoke("moved-1") });
+      await revoke("escaped-1");
+      await r.lpush(c.p + "jobs:q", JSON.stringify(job("escaped", "escaped-1")).replace('"escaped-1"', '"escaped\\u002d1"'));
+      await revoke("decoy-1");
+      await r.lpush(c.p + "jobs:q", JSON.stringify({ payload: { attempt_uid: "not-revoked" }, ...job("decoy", "decoy-1") }));
+      await c.push("first");
+      const { w, stop } = c.start({ concurrency: 2 });
+      assert.deepEqual((await c.outcomes(1)).map((o) => o.model_id), ["first"]);
+      // Then it waits in BLMOVE.
+      const end = Date.now() + 5000;
+      while (w.stats.taken < 4 || !/ cmd=blmove /.test(await r.client("LIST"))) {
+        assert.ok(Date.now() < end, "the worker does not wait in BLMOVE");
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      await c.push("blocked", { uid: await revoke("blocked-1") });
+      await c.push("last");
+      assert.deepEqual((await c.outcomes(2)).map((o) => o.model_id), ["first", "last"]);
+      await stop();
+      assert.deepEqual([w.stats.taken, w.stats.revoked], [6, 4]);
+      assert.equal(await r.llen(c.p + "outcomes"), 2);
+      assert.equal(await r.llen(`${c.p}working:q:${w.id}`), 0);
+    } finally {
+      await c.cleanup();
+    }
+  });
+
   test("a revocation stops a running job within a second", async () => {
     const c = setup();
     const { w } = c.start();
