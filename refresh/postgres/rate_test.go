@@ -131,7 +131,8 @@ func TestRateLimitAcrossInstances(t *testing.T) {
 // While a rate limit admits no start, a claim leaves out the due models
 // it covers whose tenant already waits for it, so that the models due
 // after them (of another tenant) are claimed at once; NextDue counts them
-// from when the limit admits again. Once it does, they are claimed.
+// from when the limit admits again. Once it does, they are claimed. A
+// timeout or a debounced trigger is never held.
 func TestClaimLeavesOutHeldBacklog(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -159,25 +160,40 @@ func TestClaimLeavesOutHeldBacklog(t *testing.T) {
 		require.NoError(t, err)
 		return got
 	}
-	// a-'s backlog is left out: b-1, then the waiting model looked at
-	// again.
-	require.ElementsMatch(t, []string{"b-1", "a-00"}, claim(t0.Add(time.Second)))
-	next, ok, err := b.store.NextDue(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Equal(t, t0.Add(-time.Minute), next, "b-1 is due")
-	require.NoError(t, b.store.Modify(ctx, []string{"b-1"}, func(found []refresh.Model) (refresh.Batch, error) {
-		return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Delete: true}}}, nil
-	}))
-	next, ok, err = b.store.NextDue(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Equal(t, t0.Add(time.Minute), next, "a-'s backlog counts from when the limit admits again")
+	nextDue := func() time.Time {
+		t.Helper()
+		next, ok, err := b.store.NextDue(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return next
+	}
+	remove := func(id string) {
+		t.Helper()
+		require.NoError(t, b.store.Modify(ctx, []string{id}, func(found []refresh.Model) (refresh.Batch, error) {
+			return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Delete: true}}}, nil
+		}))
+	}
+	// a-'s backlog is left out: b-1 and a-run's timeout are claimed, then
+	// the waiting model is looked at again.
+	run := model("a-run", t0.Add(-30*time.Second))
+	run.AttemptUID, run.AttemptNo, run.StartedAt, run.DeadlineAt = "u1", 1, t0.Add(-time.Hour), t0.Add(-30*time.Second)
+	put(t, b.store, run)
+	require.ElementsMatch(t, []string{"b-1", "a-run", "a-00"}, claim(t0.Add(time.Second)))
+	require.Equal(t, t0.Add(-time.Minute), nextDue(), "b-1 is due")
+	remove("b-1")
+	remove("a-run")
+	require.Equal(t, t0.Add(time.Minute), nextDue(), "a-'s backlog counts from when the limit admits again")
+
+	// A debounced trigger of a model held for its start is not held.
+	deb := model("a-deb", t0.Add(-5*time.Minute))
+	deb.DebounceAt, deb.DebounceSince, deb.DebounceCause = t0.Add(30*time.Second), t0, "api"
+	put(t, b.store, deb)
+	require.Equal(t, t0.Add(30*time.Second), nextDue(), "a-deb's debounced trigger")
+	require.ElementsMatch(t, []string{"a-deb", "a-00"}, claim(t0.Add(30*time.Second)))
+	remove("a-deb")
 
 	// The limit admits again: the backlog is claimed, the waiting model
 	// offered.
 	require.ElementsMatch(t, []string{"a-01", "a-02", "a-03", "a-00"}, claim(t0.Add(time.Minute)))
-	next, _, err = b.store.NextDue(ctx)
-	require.NoError(t, err)
-	require.Equal(t, t0.Add(-10*time.Minute+time.Second), next)
+	require.Equal(t, t0.Add(-10*time.Minute+time.Second), nextDue())
 }

@@ -338,12 +338,14 @@ func ceilMicro(t time.Time) time.Time {
 // a pass, would hold up every model due after them (the models of other
 // tenants) for as long as the backlog takes to mark. So the claim leaves
 // out of its batch the models that such a limit covers and whose tenant
-// already has models waiting for it (heldFilter): they would wait behind
+// already has models waiting for it (heldCond): they would wait behind
 // them anyway, and are claimed (and marked waiting) once the limit admits
 // again or their tenant no longer waits for it. Their tenant is known by
 // the waiting_tenant of the models waiting for the limit: a model is left
 // out when its id starts with one of them (the tenant "" of the models
-// under no prefix is never left out: every id starts with it).
+// under no prefix is never left out: every id starts with it). Only a
+// start is left out: a model due for a timeout, a debounced trigger or
+// the loss of its freshness is claimed as ever.
 
 // held is what a claim left out: for each (kind, key, tenant) of the
 // arrays, the models that the limit covers whose ids start with the
@@ -373,12 +375,35 @@ func (c *heldCache) set(h held) {
 	c.mu.Unlock()
 }
 
-// heldFilter is the condition that a model m is not left out by a held
-// of the parameters $first, $first+1, $first+2 (kinds, keys, tenants).
-func heldFilter(first int) string {
-	return fmt.Sprintf(`NOT EXISTS (SELECT FROM unnest($%d::text[], $%d::text[], $%d::text[]) AS l(kind, key, tenant)
+// heldCond is the condition that a model m is held for its start by a
+// held of the parameters $first, $first+1, $first+2 (kinds, keys,
+// tenants): no attempt of it runs (a timeout is never held), and a limit
+// of the held covers it and its id starts with the limit's tenant.
+func heldCond(first int) string {
+	return fmt.Sprintf(`m.attempt_uid IS NULL AND EXISTS (
+		SELECT FROM unnest($%d::text[], $%d::text[], $%d::text[]) AS l(kind, key, tenant)
 		WHERE starts_with(m.id, l.tenant) AND `+coversSQL+`)`, first, first+1, first+2)
 }
+
+// claimHeldSQL is claimSQL leaving out the models held for their start
+// (heldCond of $3 to $5), unless due for something else: a debounced
+// trigger or the loss of freshness.
+var claimHeldSQL = `SELECT ctid, ` + modelColumns + ` FROM models AS m
+	WHERE due_at <= $1 AND NOT waiting_for_slot
+		AND NOT (` + heldCond(3) + ` AND coalesce(m.debounce_at > $1, true) AND coalesce(m.overdue_at > $1, true))
+	ORDER BY due_at, id
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED`
+
+// nextDueHeldSQL is NextDue's query while models are held (heldCond of
+// $1 to $3) until $4: the earliest DueAt of the others, the earliest
+// debounced trigger or loss of freshness of the held ones, and $4.
+var nextDueHeldSQL = `SELECT least(
+		(SELECT due_at FROM models AS m WHERE ` + dueCondition + ` AND NOT (` + heldCond(1) + `)
+			ORDER BY due_at LIMIT 1),
+		(SELECT min(least(debounce_at, overdue_at)) FROM models AS m
+			WHERE ` + dueCondition + ` AND due_at < $4 AND ` + heldCond(1) + `),
+		$4)`
 
 // heldSQL reads the rate limits that models wait for, with their logs of
 // starts within per of $1 and the non-empty tenants waiting for each (one
@@ -397,7 +422,7 @@ var heldSQL = waitedSQL + `
 // it takes the slots lock, reads the rate limits that models wait for
 // (heldSQL) and claims the due models that do not wait, up to limit,
 // leaving out those that a limit that admits no start at now holds
-// (heldFilter), and passes them to collect. It records what it left out
+// (claimHeldSQL), and passes them to collect. It records what it left out
 // for NextDue.
 func (s *Store) beginClaimLimited(ctx context.Context, now time.Time, limit int, collect func(pgx.Rows) error) (*tx, error) {
 	var h held
@@ -442,12 +467,7 @@ func (s *Store) beginClaimLimited(ctx context.Context, now time.Time, limit int,
 	s.held.set(h)
 	query, args := claimSQL, []any{now, limit}
 	if !h.empty() {
-		query = `SELECT ctid, ` + modelColumns + ` FROM models AS m
-			WHERE due_at <= $1 AND NOT waiting_for_slot AND ` + heldFilter(3) + `
-			ORDER BY due_at, id
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED`
-		args = append(args, h.kinds, h.keys, h.tenants)
+		query, args = claimHeldSQL, append(args, h.kinds, h.keys, h.tenants)
 	}
 	rows, err := tx.Query(ctx, query, args...)
 	if err == nil {

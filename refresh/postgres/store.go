@@ -526,8 +526,8 @@ func (s *Store) History(ctx context.Context, id string, before time.Time, limit 
 
 // NextDue returns the earliest DueAt of a model that can become due and
 // does not wait for a slot, and false if there is none. While the last
-// claim left models held by a full rate limit (see heldFilter), they
-// count from when that limit admits again.
+// claim left out models held for their start by a full rate limit (see
+// heldCond), their starts count from when that limit admits again.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var next *time.Time
 	h := s.held.get()
@@ -535,11 +535,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	if h.empty() {
 		err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next)
 	} else {
-		err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models AS m WHERE `+dueCondition+` AND `+heldFilter(1),
-			h.kinds, h.keys, h.tenants).Scan(&next)
-		if next == nil || h.until.Before(*next) {
-			next = &h.until
-		}
+		err = s.pool.QueryRow(ctx, nextDueHeldSQL, h.kinds, h.keys, h.tenants, h.until).Scan(&next)
 	}
 	if err != nil {
 		return time.Time{}, false, storeError("next due model", err)
