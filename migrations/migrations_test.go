@@ -309,3 +309,38 @@ func TestOutboxCompression(t *testing.T) {
 		WHERE attrelid = 'outbox'::regclass AND attname = 'events'`).Scan(&method))
 	require.Equal(t, want, method)
 }
+
+// Going back below version 13 keeps the concurrency limits of queues and
+// prefixes, without their rates, and drops the others with the logs of
+// starts; going up again works.
+func TestRateLimitsDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	_, err := conn.Exec(ctx, `
+		INSERT INTO limits (kind, key, max_running, max_starts, per, burst) VALUES
+			('queue', 'both', 3, 10, 60000000, 2), ('queue', 'rated', NULL, 10, 1000000, NULL),
+			('rate_key', 'api.example.com', 1, NULL, NULL, NULL), ('prefix', 'acme-', 2, NULL, NULL, NULL);
+		INSERT INTO limit_starts (kind, key, at, n) VALUES ('queue', 'rated', now(), 3);
+		INSERT INTO models (id, created_at, rate_key, waiting_for_slot, waiting_limit, waiting_until, waiting_tenant)
+		VALUES ('m', now(), 'api.example.com', true, 'queue:rated', now(), 'acme-')`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO limits (kind, key) VALUES ('queue', 'none')`)
+	require.ErrorContains(t, err, "limits_bound")
+
+	var schema string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
+	m, err := migrate.NewMigrator(ctx, conn, pgx.Identifier{schema, "schema_version"}.Sanitize())
+	require.NoError(t, err)
+	require.NoError(t, m.LoadMigrations(os.DirFS(".")))
+	require.NoError(t, m.MigrateTo(ctx, 12))
+	rows, err := conn.Query(ctx, `SELECT kind || ':' || key || ':' || max_running FROM limits ORDER BY kind, key`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"prefix:acme-:2", "queue:both:3"}, got)
+	require.NotContains(t, tables(t, conn), "limit_starts")
+
+	require.NoError(t, migrations.Migrate(ctx, conn))
+}
