@@ -97,8 +97,10 @@ func (st *limitState) addTo(slots *refresh.Slots) {
 	slots.Rates = append(slots.Rates, st.log)
 }
 
-// maxOffer bounds how many waiting models a pass offers one limit: the
-// offer reads up to that many of each tenant's waiting models.
+// maxOffer bounds how many waiting models a pass offers one limit, and
+// all the limits together (shared in proportion to their free starts and
+// slots): the offer reads up to a limit's share of each tenant's waiting
+// models.
 const maxOffer = 10_000
 
 // free returns how many of the models waiting for st's limit the pass
@@ -131,6 +133,21 @@ func tenantsSQL(name, first string) string {
 			WHERE m.waiting_for_slot AND m.waiting_limit = ` + name + ` AND m.waiting_tenant > t.tenant
 			ORDER BY m.waiting_tenant LIMIT 1)
 		FROM t WHERE t.tenant IS NOT NULL)`
+}
+
+// shareOffers brings the offers of free down in proportion, each to at
+// least 1, so that they add up to about maxOffer at most.
+func shareOffers(free []int32) {
+	total := 0
+	for _, f := range free {
+		total += int(f)
+	}
+	if total <= maxOffer {
+		return
+	}
+	for i, f := range free {
+		free[i] = int32(max(1, int(f)*maxOffer/total))
+	}
 }
 
 // offerSQL adds to a pass the waiting models that may take a slot or a
@@ -175,10 +192,10 @@ var offerSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 // adds to locked, in one more statement (offerSQL):
 //
 //   - for each limit that models wait for, as many of them as it has free
-//     slots and free starts (at most maxOffer), the tenants waiting taking
-//     turns: the batch may be full of newly due models, and the earliest
-//     waiting ones still get the slots and starts that freed, whatever
-//     the batch size;
+//     slots and free starts (shareOffers: maxOffer in all at most), the
+//     tenants waiting taking turns: the batch may be full of newly due
+//     models, and the earliest waiting ones still get the slots and
+//     starts that freed, whatever the batch size;
 //   - the models waiting for a limit that no longer exists, up to limit;
 //   - waiting models by refresh_at, up to limit models in all, as before
 //     the limits existed, so that each is looked at again (its catch-up
@@ -239,6 +256,7 @@ func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit 
 			freeNames, free = append(freeNames, st.limit.Name()), append(free, int32(f))
 		}
 	}
+	shareOffers(free)
 	room := max(limit-len(locked.models), 0)
 	if !anyWaited && !unnamed {
 		room = 0
