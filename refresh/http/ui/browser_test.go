@@ -425,6 +425,37 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, "/ui/models/import-7", path)
 	})
 
+	t.Run("model waiting for a rate limit", func(t *testing.T) {
+		// pull-1 takes the one start an hour of the rate limit of its
+		// rate_key; pull-2, triggered after it, waits for the next.
+		ctx0 := context.Background()
+		_, err := s.admin.PutLimit(ctx0, refresh.Limit{Kind: refresh.LimitRateKey, Key: "api.example.com", MaxStarts: 1, Per: refresh.Duration(time.Hour)})
+		require.NoError(t, err)
+		for _, id := range []string{"pull-1", "pull-2"} {
+			_, _, err := s.admin.Put(ctx0, id, []byte(`{"queue": "pulls", "rate_key": "api.example.com", "trigger": true, "policy": {"timeout": "2h"}}`))
+			require.NoError(t, err)
+		}
+		var m refreshhttp.ModelWithRuns
+		waitUntil(t, 15*time.Second, "pull-2 to wait for the rate limit", func() bool {
+			m, err = s.admin.Get(ctx0, "pull-2")
+			return err == nil && m.WaitingLimit != nil && !time.Time(m.WaitingUntil).IsZero()
+		})
+
+		var badge, key, wait string
+		step(t, ctx, "open the model waiting for a rate limit",
+			chromedp.Navigate(ui+"/models/pull-2"),
+			chromedp.WaitVisible(`.head .badge`, chromedp.ByQuery),
+			chromedp.Text(`.head .badge`, &badge, chromedp.ByQuery),
+			chromedp.Evaluate(`[...document.querySelectorAll("dl.facts dt")].find(d => d.textContent === "Rate key").nextElementSibling.textContent`, &key),
+			chromedp.Evaluate(`[...document.querySelectorAll("dl.facts dt")].find(d => d.textContent === "Waiting for a rate limit").nextElementSibling.textContent`, &wait))
+		require.Equal(t, "waiting for a rate limit", badge)
+		require.True(t, strings.HasPrefix(key, "api.example.com"), key)
+		require.True(t, strings.HasPrefix(wait, "rate_key:api.example.com admits its next start "), wait)
+		require.Contains(t, wait, "in 59 min", "an hour after pull-1's start")
+		screenshot(t, ctx, dir, "model-rate-waiting")
+		require.NoError(t, s.admin.DeleteLimit(ctx0, refresh.LimitRateKey, "api.example.com"))
+	})
+
 	t.Run("replay form", func(t *testing.T) {
 		// import-7 was disabled by its first failure, a validation error.
 		// Replayed under a policy that retries every kind twice at once,

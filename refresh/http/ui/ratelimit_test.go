@@ -24,7 +24,7 @@ func TestModelRateKeyAndRateWait(t *testing.T) {
 
 	res, body := br.get("/ui/models/pull-1")
 	require.Equal(t, http.StatusOK, res.StatusCode)
-	contains(t, body, `<dt>Rate key</dt><dd class="id">api.example.com &lt;b&gt; <span class="muted">`)
+	contains(t, body, `<dt>Rate key</dt><dd><span class="id">api.example.com &lt;b&gt;</span> <span class="muted">`)
 	lacks(t, body, "Waiting for")
 	_, body = br.get("/ui/models/plain-1")
 	lacks(t, body, "Rate key", "a model without a rate key shows none")
