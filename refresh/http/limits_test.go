@@ -59,11 +59,21 @@ func TestLimitRefusals(t *testing.T) {
 	require.Empty(t, limits, "nothing stored")
 }
 
+// bothStores runs test on the memory store and on PostgreSQL (skipped
+// without DATABASE_URL).
+func bothStores(t *testing.T, test func(t *testing.T, b *bundle)) {
+	t.Run("memory", func(t *testing.T) { t.Parallel(); test(t, setup(t)) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); test(t, setupPostgres(t)) })
+}
+
 // TestLimitRoundTrip: a limit put is listed with every field it sets, a
 // replace unsets what it leaves out, and the Client speaks the same body.
 func TestLimitRoundTrip(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	bothStores(t, testLimitRoundTrip)
+}
+
+func testLimitRoundTrip(t *testing.T, b *bundle) {
 	code, got := b.do(t, "PUT", "/limits/rate_key/api.example.com", `{"max_starts": 10, "per": "PT1M", "burst": 2}`)
 	require.Equal(t, http.StatusOK, code, got)
 	require.Equal(t, map[string]any{"kind": "rate_key", "key": "api.example.com", "max_starts": 10.0, "per": "1m", "burst": 2.0}, got)
@@ -108,7 +118,10 @@ func TestLimitRoundTrip(t *testing.T) {
 // limit and when it can start.
 func TestModelRateKey(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	bothStores(t, testModelRateKey)
+}
+
+func testModelRateKey(t *testing.T, b *bundle) {
 	m := b.put(t, "m", `{"rate_key": "api.example.com"}`)
 	require.Equal(t, "api.example.com", m["rate_key"])
 	require.Nil(t, m["waiting_until"])
@@ -136,7 +149,7 @@ func TestModelRateKey(t *testing.T) {
 
 	// The model waits for a rate limit (as the scheduler leaves it).
 	until := start.Add(90 * time.Second)
-	require.NoError(t, b.store.Modify(context.Background(), []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
+	require.NoError(t, b.svc.Store.Modify(context.Background(), []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
 		w := found[0]
 		w.WaitingForSlot, w.WaitingLimit, w.WaitingUntil = true, "rate_key:cdn.example.com", until
 		return refresh.Batch{Changes: []refresh.Change{{Model: w}}}, nil
