@@ -33,21 +33,21 @@ func figures(t *testing.T) {
 }
 
 // statements counts the statements a pool sends (a query, an exec, each
-// query of a batch), and keeps their text while keep is set.
+// query of a batch), and keeps their text if keep is set.
 type statements struct {
 	n    atomic.Int64
-	mu   sync.Mutex
 	keep bool
+	mu   sync.Mutex
 	text []string
 }
 
 func (c *statements) add(sql string) {
 	c.n.Add(1)
-	c.mu.Lock()
 	if c.keep {
+		c.mu.Lock()
 		c.text = append(c.text, sql)
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 }
 
 func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -196,4 +197,27 @@ func TestClaimLeavesOutHeldBacklog(t *testing.T) {
 	// offered.
 	require.ElementsMatch(t, []string{"a-01", "a-02", "a-03", "a-00"}, claim(t0.Add(time.Minute)))
 	require.Equal(t, t0.Add(-10*time.Minute+time.Second), nextDue())
+}
+
+// Without limits, a scheduler pass sends the statements it sent before
+// the rate limits: whether limits exist (at most once a second), then the
+// claim, the writes and the commit; nothing of the slots lock, the held
+// models or the logs of starts.
+func TestPassWithoutLimitsStatements(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	put(t, b.store, model("a", t0), model("b", t0))
+	st := &statements{keep: true}
+	clock := refresh.NewVirtualClock(t0)
+	s, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: tracedStore(t, b, st), Queue: memory.NewQueue(clock), Clock: clock})
+	require.NoError(t, err)
+	res, err := s.RunOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Started)
+	var got []string
+	for _, sql := range st.text {
+		words := strings.Fields(sql)
+		got = append(got, strings.Join(words[:min(3, len(words))], " "))
+	}
+	require.Equal(t, []string{"SELECT EXISTS (SELECT", "BEGIN", "SELECT ctid, id,", "UPDATE models AS", "INSERT INTO outbox", "COMMIT"}, got)
 }
