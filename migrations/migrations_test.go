@@ -258,6 +258,19 @@ func TestDueAt(t *testing.T) {
 	require.Equal(t, []string{"none null", "overdue 04:00", "paused null", "paused-running 06:00", "plain 06:00", "window 05:00"}, got)
 }
 
+// migrateDown migrates the schema of conn down to version with the down
+// steps of the files.
+func migrateDown(t *testing.T, conn *pgx.Conn, version int32) {
+	t.Helper()
+	ctx := context.Background()
+	var schema string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
+	m, err := migrate.NewMigrator(ctx, conn, pgx.Identifier{schema, "schema_version"}.Sanitize())
+	require.NoError(t, err)
+	require.NoError(t, m.LoadMigrations(os.DirFS(".")))
+	require.NoError(t, m.MigrateTo(ctx, version))
+}
+
 // Going back below version 4 writes the rows an earlier version expects:
 // one for each running attempt, and none for a deleted model; the foreign
 // key is back.
@@ -274,12 +287,7 @@ func TestAttemptsAtEndDown(t *testing.T) {
 			('gone', 'deleted', 1, now(), now(), 'success')`)
 	require.NoError(t, err)
 
-	var schema string
-	require.NoError(t, conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
-	m, err := migrate.NewMigrator(ctx, conn, pgx.Identifier{schema, "schema_version"}.Sanitize())
-	require.NoError(t, err)
-	require.NoError(t, m.LoadMigrations(os.DirFS(".")))
-	require.NoError(t, m.MigrateTo(ctx, 3))
+	migrateDown(t, conn, 3)
 
 	rows, err := conn.Query(ctx, `SELECT uid || ':' || model_id || ':' || attempt_no || ':' || coalesce(outcome, 'running')
 		FROM attempts ORDER BY uid`)
@@ -329,12 +337,7 @@ func TestRateLimitsDown(t *testing.T) {
 	_, err = conn.Exec(ctx, `INSERT INTO limits (kind, key) VALUES ('queue', 'none')`)
 	require.ErrorContains(t, err, "limits_bound")
 
-	var schema string
-	require.NoError(t, conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
-	m, err := migrate.NewMigrator(ctx, conn, pgx.Identifier{schema, "schema_version"}.Sanitize())
-	require.NoError(t, err)
-	require.NoError(t, m.LoadMigrations(os.DirFS(".")))
-	require.NoError(t, m.MigrateTo(ctx, 12))
+	migrateDown(t, conn, 12)
 	rows, err := conn.Query(ctx, `SELECT kind || ':' || key || ':' || max_running FROM limits ORDER BY kind, key`)
 	require.NoError(t, err)
 	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
