@@ -414,14 +414,11 @@ var claimHeldSQL = `SELECT ctid, ` + modelColumns + ` FROM models AS m
 	FOR UPDATE SKIP LOCKED`
 
 // nextDueHeldSQL is NextDue's query while models are held (heldCond of
-// $1 to $3) until $4: the earliest DueAt of the others, the earliest
-// debounced trigger or loss of freshness of the held ones, and $4.
-var nextDueHeldSQL = `SELECT least(
-		(SELECT due_at FROM models AS m WHERE ` + dueCondition + ` AND NOT (` + heldCond(1) + `)
-			ORDER BY due_at LIMIT 1),
-		(SELECT min(least(debounce_at, overdue_at)) FROM models AS m
-			WHERE ` + dueCondition + ` AND due_at < $4 AND ` + heldCond(1) + `),
-		$4)`
+// $1 to $3) until $4: the earliest DueAt of the others, or debounced
+// trigger or loss of freshness of the held ones, and $4, in one read of
+// models_due_at up to $4.
+var nextDueHeldSQL = `SELECT least(min(CASE WHEN ` + heldCond(1) + ` THEN least(debounce_at, overdue_at) ELSE due_at END), $4)
+	FROM models AS m WHERE ` + dueCondition + ` AND due_at < $4`
 
 // heldSQL reads the rate limits that models wait for, with their logs of
 // starts within per of $1 and the non-empty tenants waiting for each (one
