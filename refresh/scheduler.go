@@ -168,7 +168,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 			s.cfg.Logger.Error("scheduler pass failed", "err", err, "retry_in", backoff.String())
 			wait = backoff
-		case res.Claimed == limit && res.Waiting < res.Claimed:
+		case full(res, limit):
 			backoff = 0
 			limit = min(2*limit, s.cfg.BatchSize)
 			continue
@@ -224,7 +224,7 @@ func (s *Scheduler) pass(ctx context.Context, limit int) (TickResult, error) {
 	if s.cfg.TickedFunc != nil {
 		s.cfg.TickedFunc(res, err)
 	}
-	if err == nil && res.Claimed == limit && limit == s.cfg.BatchSize {
+	if err == nil && full(res, limit) && limit == s.cfg.BatchSize {
 		for range s.cfg.Loops - 1 {
 			s.wakeHelper()
 		}
@@ -240,9 +240,17 @@ func (s *Scheduler) wakeHelper() {
 	}
 }
 
+// full reports whether a pass of limit models claimed a full batch of
+// which some did more than wait for a limit: more may be due at once. A
+// batch of waiting models (the store looks at them again every pass) is
+// not.
+func full(res TickResult, limit int) bool {
+	return res.Claimed == limit && res.Waiting < res.Claimed
+}
+
 // help is a helper loop of Start: once woken (a pass claimed a full batch,
-// or takes longer than StallAfter), it runs passes until one claims less
-// than a full batch or fails, then waits to be woken again.
+// or takes longer than StallAfter), it runs passes until one is not full
+// or fails, then waits to be woken again.
 func (s *Scheduler) help(ctx context.Context) {
 	for {
 		select {
@@ -252,7 +260,7 @@ func (s *Scheduler) help(ctx context.Context) {
 		}
 		for ctx.Err() == nil {
 			res, err := s.pass(ctx, s.cfg.BatchSize)
-			if err != nil || res.Claimed < s.cfg.BatchSize {
+			if err != nil || !full(res, s.cfg.BatchSize) {
 				break
 			}
 		}

@@ -2,6 +2,7 @@ package refresh_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,4 +65,33 @@ func TestSchedulerPassesBesideAStalledOne(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	}
+}
+
+// A full batch of models that only wait for a limit does not keep the
+// helper loops running passes: they stop, as the main loop goes to sleep.
+func TestSchedulerHelpersStopOnWaitingBatches(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.PutLimit(context.Background(), refresh.Limit{Kind: refresh.LimitQueue, Key: "q", MaxRunning: 20}, false)
+	require.NoError(t, err)
+	for i := range 60 {
+		b.put(t, fmt.Sprintf("m%02d", i), `{"timeout": "10m"}`, true)
+	}
+	var passes atomic.Int32
+	s := b.scheduler(t, refresh.SchedulerConfig{BatchSize: 8, Loops: 3, TickedFunc: func(r refresh.TickResult, err error) {
+		require.NoError(t, err)
+		passes.Add(1)
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Start(ctx) }()
+	waitFor(t, func() bool { return passes.Load() > 0 && b.clock.Waiters() == 1 })
+	asleep := passes.Load()
+	// Give a helper that would still be running every chance to show it.
+	for range 100_000 {
+		runtimeGosched()
+	}
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, asleep, passes.Load(), "passes ran while every model waited")
+	require.Len(t, b.queue.Take("q", 100), 20)
 }
