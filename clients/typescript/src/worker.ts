@@ -513,7 +513,9 @@ export class Worker {
     const outcomes: string[] = [];
     for (const [, o] of batch) if (o !== undefined) outcomes.push(o);
     const args: Array<string | Buffer | number> = [outcomes.length, ...outcomes];
-    for (const [t] of batch) args.push(t.raw);
+    // As strings (a job acknowledged was decoded: its bytes are valid
+    // UTF-8), which ioredis writes without copying them into a Buffer.
+    for (const [t] of batch) args.push(t.raw.toString());
     return args;
   }
 
