@@ -9,8 +9,8 @@ import (
 // its models (Slots), as the pass hands out starts: the current attempts
 // each concurrency limit covers, the starts each rate limit admits (its
 // free starts, computed once with Limit.Admits from its log and counted
-// down by each start of the pass, a supersession included), and the
-// tenants.
+// down by each start of the pass, a supersession included), the turns
+// and the tenants.
 type passLimits struct {
 	now     time.Time
 	limits  []Limit
@@ -19,6 +19,9 @@ type passLimits struct {
 	running []int
 	free    []int // the starts still admitted, -1 for no rate
 	started []int // the starts of the pass
+	// turns is, for each limit, the tenant of the last start made under
+	// it: as the store passed it, then as the pass starts models.
+	turns []string
 	// next is, for a rate limit that admits no more starts in the pass,
 	// the instant it admits the next (zero until asked).
 	next []time.Time
@@ -37,8 +40,10 @@ func newPassLimits(slots Slots, tenants []string, now time.Time) *passLimits {
 		now: now, limits: slots.Limits, rates: slots.Rates, tenants: tenants,
 		running: make([]int, n), free: make([]int, n), started: make([]int, n),
 		next: make([]time.Time, n), held: make([]bool, n), longest: make([]time.Duration, n),
+		turns: make([]string, n),
 	}
 	copy(p.running, slots.Running)
+	copy(p.turns, slots.Turns)
 	for i, l := range slots.Limits {
 		p.free[i], _ = l.Admits(p.log(i), now)
 	}
@@ -54,11 +59,17 @@ func (p *passLimits) log(i int) []RateStarts {
 }
 
 // order returns a copy of due in the order starts are handed out: the
-// fair turns of the tenants (FairOrder). The store keeps the order of the
-// slice it passed (it finds each row by its position).
+// fair turns of the tenants (FairOrder), each model's after the turn of
+// the first limit (in Slots order) that covers it. The store keeps the
+// order of the slice it passed (it finds each row by its position).
 func (p *passLimits) order(due []Model) []Model {
 	due = slices.Clone(due)
-	FairOrder(due, func(m Model) string { return Tenant(m.ID, p.tenants) })
+	FairOrder(due, func(m Model) string { return Tenant(m.ID, p.tenants) }, func(m Model) string {
+		if i := slices.IndexFunc(p.limits, func(l Limit) bool { return l.Covers(m) }); i >= 0 {
+			return p.turns[i]
+		}
+		return ""
+	})
 	return due
 }
 
@@ -107,11 +118,13 @@ func (p *passLimits) nextAdmit(i int) time.Time {
 
 // record counts what the pass did to m (after is m after its steps; i
 // and rate what hold returned and whether the limit held back a start as
-// a rate limit): a start counts against each rate limit that covers m, an
+// a rate limit; tenant m's tenant): a start counts against each rate
+// limit that covers m and passes the turn of each limit that covers m to
+// its tenant, an
 // attempt that started or ended moves the current attempts of each limit
 // that covers it, a wait for a rate limit marks it held, and a model that
 // waits counts in its limit's longest wait.
-func (p *passLimits) record(i int, rate bool, m, after Model, started bool) {
+func (p *passLimits) record(i int, rate bool, m, after Model, started bool, tenant string) {
 	for j, l := range p.limits {
 		if after.WaitingForSlot && l.Name() == after.WaitingLimit {
 			p.longest[j] = max(p.longest[j], p.now.Sub(after.RefreshAt))
@@ -119,9 +132,12 @@ func (p *passLimits) record(i int, rate bool, m, after Model, started bool) {
 		if !l.Covers(m) {
 			continue
 		}
-		if started && l.Rated() {
-			p.free[j]--
+		if started {
 			p.started[j]++
+			p.turns[j] = tenant
+			if l.Rated() {
+				p.free[j]--
+			}
 		}
 		switch {
 		case after.Running() && !m.Running():
@@ -135,13 +151,13 @@ func (p *passLimits) record(i int, rate bool, m, after Model, started bool) {
 	}
 }
 
-// starts returns the starts of the pass under each rate limit, for
-// Batch.Starts.
+// starts returns the starts of the pass under each limit, with its turn
+// after the pass, for Batch.Starts.
 func (p *passLimits) starts() []LimitStarts {
 	var out []LimitStarts
 	for i, n := range p.started {
 		if n > 0 {
-			out = append(out, LimitStarts{Limit: p.limits[i].Name(), At: p.now, N: n})
+			out = append(out, LimitStarts{Limit: p.limits[i].Name(), At: p.now, N: n, Tenant: p.turns[i]})
 		}
 	}
 	return out

@@ -22,12 +22,16 @@ type RateStarts struct {
 	N  int
 }
 
-// LimitStarts is what a pass records for a rate limit: N starts, of the
-// limit named Limit (Limit.Name), at At.
+// LimitStarts is what a pass records for a limit under which it started
+// models: N starts, of the limit named Limit (Limit.Name), at At, the last
+// of them by a model of Tenant (the limit's turn from then on, FairOrder).
+// The stores log the starts of rate limits only, and keep the turn of
+// every limit.
 type LimitStarts struct {
-	Limit string
-	At    time.Time
-	N     int
+	Limit  string
+	At     time.Time
+	N      int
+	Tenant string
 }
 
 // burstWindow is the window in which at most Burst starts count, or 0

@@ -336,12 +336,14 @@ func (o *passObs) reset() { o.late, o.held, o.waits = o.late[:0], o.held[:0], ni
 // batch with their current attempts and rate logs. Without limits the
 // models go in the store's order; with limits, in the fair turns of the
 // tenants (FairOrder, the tenants being the keys of the prefix limits
-// and those of TenantsFunc), so that the starts go to the earliest of
-// each tenant in turn: a start that a limit holds back waits, a start
+// and those of TenantsFunc, each limit's turns starting after the tenant
+// of its last start), so that the starts go to the earliest of each
+// tenant in turn: a start that a limit holds back waits, a start
 // counts in the pass's tally of each limit that covers it (its current
 // attempts, and its starts for a rate limit, a supersession included),
 // and an attempt that ends in the pass (a timeout) frees its slot for the
-// models after it. The starts under rate limits go to c.Starts.
+// models after it. The starts under limits, with the tenant of the last
+// start under each, go to c.Starts.
 func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, res *TickResult, obs *passObs) []Job {
 	var jobs []Job
 	var limits *passLimits
@@ -382,7 +384,7 @@ func (s *Scheduler) tick(c *changes, due []Model, slots Slots, now time.Time, re
 			res.Waiting++
 		}
 		if limits != nil {
-			limits.record(held, !in.Until.IsZero(), m, before, started)
+			limits.record(held, !in.Until.IsZero(), m, before, started, in.Tenant)
 		}
 	}
 	if limits != nil {

@@ -51,24 +51,26 @@ type Store interface {
 	// with free slots and starts (the fewer of MaxRunning less its current
 	// attempts and, for a rate limit, what Limit.Admits admits from its
 	// log at now), as many of the models waiting for it, in the fair turns
-	// of their waiting_tenant (FairOrder: rank within the tenant,
-	// refresh_at, id), leaving out those a full limit covers (so the first
-	// in turn get the slots and starts that freed, however full the
-	// batch); the models waiting for a limit that no longer exists; then
-	// waiting models in that order, as many as the batch has room for.
-	// Concurrent callers never receive the same model, and take turns
-	// while limits exist, so that slots and starts go in that order across
-	// instances. It passes models in that order only while
-	// their payloads add up to at most BatchPayloadBytes (the first one
-	// whatever its size): the models it leaves out stay due for the next
-	// call. It returns how many models were claimed (passed to fn).
+	// of their waiting_tenant after the limit's turn (FairOrder: rank
+	// within the tenant, the tenants in turn, refresh_at, id), leaving out
+	// those a full limit covers (so the first in turn get the slots and
+	// starts that freed, however full the batch); the models waiting for a
+	// limit that no longer exists; then waiting models in that order, as
+	// many as the batch has room for. Concurrent callers never receive the
+	// same model, and take turns while limits exist, so that slots and
+	// starts go in that order across instances. It passes models in that
+	// order only while their payloads add up to at most BatchPayloadBytes
+	// (the first one whatever its size): the models it leaves out stay due
+	// for the next call. It returns how many models were claimed (passed
+	// to fn).
 	//
 	// slots holds the limits that cover at least one claimed or waiting
-	// model, their current attempts and the rate limits' logs, read in the
-	// same transaction while the callers' turn is held (so that instances
-	// agree on the free slots and starts), and the tenants; it is empty
-	// when no limit exists. The store appends the batch's Starts to the
-	// logs in the same transaction. fn must not reorder or change due (a
+	// model, their current attempts, the rate limits' logs and the limits'
+	// turns, read in the same transaction while the callers' turn is held
+	// (so that instances agree on the free slots and starts), and the
+	// tenants; it is empty when no limit exists. The store appends the
+	// batch's Starts to the logs and keeps their tenants as the limits'
+	// turns in the same transaction. fn must not reorder or change due (a
 	// store may find each row by its position).
 	ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []Model, slots Slots) (Batch, error)) (int, error)
 
@@ -168,10 +170,10 @@ type Batch struct {
 	// returns an error, nothing is committed and the store returns that
 	// error.
 	BeforeCommitFunc func(ctx context.Context) error
-	// Starts are the starts the batch counts against rate limits (a
-	// scheduler pass's): the store appends them to each limit's log, in
-	// the batch's transaction, and drops the entries older than the
-	// limit's Per.
+	// Starts are the starts the batch makes under limits (a scheduler
+	// pass's): the store appends those of rate limits to each limit's
+	// log, in the batch's transaction, and drops the entries older than
+	// the limit's Per; and it keeps each limit's Tenant as its turn.
 	Starts []LimitStarts
 }
 
@@ -181,12 +183,15 @@ type Batch struct {
 // claimed ones included) that Limits[i] covers.
 //
 // Rates[i] is the log of Limits[i]'s starts within its Per when it is a
-// rate limit (nil otherwise). Tenants are the keys of every prefix limit,
-// to which the scheduler adds the prefixes of the tokens (Tenant).
+// rate limit (nil otherwise), and Turns[i] its turn: the tenant of the
+// last start made under it ("" for none; FairOrder). Tenants are the keys
+// of every prefix limit, to which the scheduler adds the prefixes of the
+// tokens (Tenant).
 type Slots struct {
 	Limits  []Limit
 	Running []int
 	Rates   [][]RateStarts
+	Turns   []string
 	Tenants []string
 }
 

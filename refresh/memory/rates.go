@@ -50,3 +50,20 @@ func (r rateLogs) add(limits map[[2]string]refresh.Limit, starts []refresh.Limit
 
 // drop deletes the log of limit l.
 func (r rateLogs) drop(l refresh.Limit) { delete(r, l.Name()) }
+
+// turns are the turns of the limits, by name: the tenant of the last
+// start made under each (refresh.Slots.Turns; "" for none).
+type turns map[string]string
+
+// add keeps the tenant of each of starts as its limit's turn, for the
+// limits among limits that they name.
+func (t turns) add(limits map[[2]string]refresh.Limit, starts []refresh.LimitStarts) {
+	for _, st := range starts {
+		for _, l := range limits {
+			if l.Name() == st.Limit {
+				t[st.Limit] = st.Tenant
+				break
+			}
+		}
+	}
+}

@@ -30,13 +30,14 @@ type Store struct {
 	audit    auditLog                     // audit entries, kept after their model
 	limits   map[[2]string]refresh.Limit  // by kind and key
 	rates    rateLogs                     // the logs of the rate limits
+	turns    turns                        // the turns of the limits
 }
 
 // NewStore returns an empty store.
 func NewStore() *Store {
 	return &Store{
 		models: map[string]refresh.Model{}, attempts: map[string][]refresh.Attempt{},
-		limits: map[[2]string]refresh.Limit{}, rates: rateLogs{},
+		limits: map[[2]string]refresh.Limit{}, rates: rateLogs{}, turns: turns{},
 	}
 }
 
@@ -178,11 +179,12 @@ func due(m refresh.Model, now time.Time) bool {
 // waiting models that may start (as the postgres store chooses them: for
 // each limit with free slots and starts, that many of the models waiting
 // for it, in the fair turns of their tenants (refresh.FairOrder by
-// waiting_tenant: by rank within the tenant, refresh_at, then id); the
-// models waiting for a limit that no longer exists, up to limit; and the
-// first waiting models in that order, as many as the batch has room for),
-// with the limits that cover them and the rate limits' logs, and writes
-// its changes.
+// waiting_tenant after the limit's turn: by rank within the tenant, the
+// tenants in turn, refresh_at, then id); the models waiting for a limit
+// that no longer exists, up to limit; and the first waiting models in
+// that order, as many as the batch has room for), with the limits that
+// cover them, the rate limits' logs and the limits' turns, and writes its
+// changes.
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -240,7 +242,8 @@ func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int, now tim
 	for _, m := range waiting {
 		waitedFor[m.WaitingLimit] = true
 	}
-	refresh.FairOrder(waiting, func(m refresh.Model) string { return m.WaitingTenant })
+	refresh.FairOrder(waiting, func(m refresh.Model) string { return m.WaitingTenant },
+		func(m refresh.Model) string { return s.turns[m.WaitingLimit] })
 	var slots refresh.Slots
 	for _, l := range limits {
 		if l.Kind == refresh.LimitPrefix {
@@ -259,6 +262,7 @@ func (s *Store) claimForSlots(batch, waiting []refresh.Model, limit int, now tim
 		slots.Limits = append(slots.Limits, l)
 		slots.Running = append(slots.Running, running)
 		slots.Rates = append(slots.Rates, s.rates.window(l, now))
+		slots.Turns = append(slots.Turns, s.turns[l.Name()])
 		return running
 	}
 	taken := map[string]bool{}
@@ -387,6 +391,7 @@ func (s *Store) DeleteLimit(_ context.Context, kind, key string) error {
 	}
 	delete(s.limits, k)
 	s.rates.drop(refresh.Limit{Kind: kind, Key: key})
+	delete(s.turns, refresh.Limit{Kind: kind, Key: key}.Name())
 	return nil
 }
 
@@ -491,6 +496,7 @@ func (s *Store) TakeEvents(_ context.Context, limit int, fn func([]refresh.Event
 func (s *Store) write(b refresh.Batch) {
 	s.audit.add(b.Audit)
 	s.rates.add(s.limits, b.Starts)
+	s.turns.add(s.limits, b.Starts)
 	defer s.keepEvents(b.Events) // after the models, whose dependents it reads
 	for _, c := range b.Changes {
 		if c.Delete {

@@ -40,12 +40,12 @@ const waitedSQL = `WITH RECURSIVE w(name) AS (
 
 // limitsSQL reads the limits of the query from (rows of limits with the
 // columns waited: a model waits for it, and counted: the pass counts it),
-// by kind then key, with, for those counted, their current attempts (a
-// concurrency limit) and their log of starts within per of the parameter
-// $now (a rate limit), as scanLimits reads them.
+// by kind then key, with their turns and, for those counted, their
+// current attempts (a concurrency limit) and their log of starts within
+// per of the parameter $now (a rate limit), as scanLimits reads them.
 func limitsSQL(from, now string) string {
 	return `SELECT l.kind, l.key, coalesce(l.max_running, 0), coalesce(l.max_starts, 0), coalesce(l.per, 0),
-			coalesce(l.burst, 0), l.waited, l.counted,
+			coalesce(l.burst, 0), l.turn, l.waited, l.counted,
 			CASE WHEN l.counted AND l.max_running IS NOT NULL THEN
 				(SELECT count(*) FROM models m WHERE m.attempt_uid IS NOT NULL AND ` + coversSQL + `) END,
 			g.at, g.n
@@ -60,6 +60,7 @@ func limitsSQL(from, now string) string {
 // limitState is a row of limitsSQL.
 type limitState struct {
 	limit           refresh.Limit
+	turn            string // the tenant of the last start under the limit
 	waited, counted bool
 	running         int
 	log             []refresh.RateStarts
@@ -75,7 +76,7 @@ func scanLimits(rows pgx.Rows) ([]limitState, error) {
 		var running pgtype.Int8
 		var at []time.Time
 		var n []int32
-		if err := rows.Scan(append(r.dest(), &st.waited, &st.counted, &running, &at, &n)...); err != nil {
+		if err := rows.Scan(append(r.dest(), &st.turn, &st.waited, &st.counted, &running, &at, &n)...); err != nil {
 			return nil, err
 		}
 		st.limit, st.running = r.limit(), int(running.Int64)
@@ -95,6 +96,7 @@ func (st *limitState) addTo(slots *refresh.Slots) {
 	slots.Limits = append(slots.Limits, st.limit)
 	slots.Running = append(slots.Running, st.running)
 	slots.Rates = append(slots.Rates, st.log)
+	slots.Turns = append(slots.Turns, st.turn)
 }
 
 // maxOffer bounds how many waiting models a pass offers one limit, and
@@ -152,25 +154,26 @@ func shareOffers(free []int32) {
 
 // offerSQL adds to a pass the waiting models that may take a slot or a
 // start (see claimForSlots), locked, by refresh_at then id. For each limit
-// $1 with $2 free, the tenants waiting for it are found one index probe
-// each (a loose scan of models_waiting_limit), and each tenant's first
-// $2 waiting models through the same index; they take turns: the first
-// model of each tenant, then the second of each..., each turn by
-// refresh_at then id.
+// $1 with $2 free and the turn $8, the tenants waiting for it are found
+// one index probe each (a loose scan of models_waiting_limit), and each
+// tenant's first $2 waiting models through the same index; they take
+// turns: the first model of each tenant, then the second of each..., each
+// turn by tenant starting with the first after the limit's turn (bytewise,
+// wrapping around).
 var offerSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 	WHERE id = ANY (ARRAY(
-		SELECT o.id FROM unnest($1::text[], $2::int[]) AS l(name, free)
+		SELECT o.id FROM unnest($1::text[], $2::int[], $8::text[]) AS l(name, free, turn)
 		CROSS JOIN LATERAL (
 			WITH RECURSIVE ` + tenantsSQL("l.name", ">= ''") + `
 			SELECT x.id FROM t CROSS JOIN LATERAL (
-				SELECT f.id, f.refresh_at, row_number() OVER (ORDER BY f.refresh_at, f.id) AS turn
+				SELECT f.id, f.refresh_at, row_number() OVER (ORDER BY f.refresh_at, f.id) AS rank
 				FROM (SELECT m.id, m.refresh_at FROM models m
 					WHERE m.waiting_for_slot AND m.waiting_limit = l.name AND m.waiting_tenant = t.tenant
 						AND m.due_at <= $3
 					ORDER BY m.refresh_at, m.id -- models_waiting_limit's order within a tenant
 					LIMIT l.free) AS f) AS x
 			WHERE t.tenant IS NOT NULL
-			ORDER BY x.turn, x.refresh_at, x.id
+			ORDER BY x.rank, t.tenant COLLATE "C" <= l.turn COLLATE "C", t.tenant COLLATE "C"
 			LIMIT l.free) AS o
 		UNION ALL
 		(SELECT m.id FROM models m
@@ -241,7 +244,7 @@ func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit 
 		return refresh.Slots{}, err
 	}
 	var slots refresh.Slots
-	var freeNames []string
+	var freeNames, freeTurns []string
 	var free []int32
 	for i := range all {
 		st := &all[i]
@@ -254,6 +257,7 @@ func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit 
 		st.addTo(&slots)
 		if f := st.free(now); st.waited && f > 0 {
 			freeNames, free = append(freeNames, st.limit.Name()), append(free, int32(f))
+			freeTurns = append(freeTurns, st.turn)
 		}
 	}
 	shareOffers(free)
@@ -264,7 +268,7 @@ func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit 
 	if len(free) == 0 && len(gone) == 0 && !unnamed && room == 0 {
 		return slots, nil
 	}
-	rows, err = tx.Query(ctx, offerSQL, freeNames, free, now, gone, unnamed, limit, room)
+	rows, err = tx.Query(ctx, offerSQL, freeNames, free, now, gone, unnamed, limit, room, freeTurns)
 	if err != nil {
 		return slots, err
 	}
@@ -300,16 +304,20 @@ func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit 
 	return slots, nil
 }
 
-// startsSQL appends the starts of a batch to the logs of their rate
-// limits ($1 the limits' names, kind:key; $2 the instants, rounded up to
-// the microsecond; $3 the counts), merging the starts of one limit at
-// one instant into one entry, and deletes the entries of those limits
-// that are older than their per at the latest of the instants: no window
-// that ends from then on counts them. A limit deleted meanwhile gets no
-// entry.
+// startsSQL keeps the tenant of the last start of a batch under each of
+// its limits as the limit's turn ($1 the limits' names, kind:key; $4 the
+// tenants), appends the starts of the batch to the logs of its rate
+// limits ($2 the instants, rounded up to the microsecond; $3 the counts),
+// merging the starts of one limit at one instant into one entry, and
+// deletes the entries of those limits that are older than their per at
+// the latest of the instants: no window that ends from then on counts
+// them. A limit deleted meanwhile gets no entry.
 const startsSQL = `WITH s AS (
-		SELECT split_part(u.name, ':', 1) AS kind, substr(u.name, strpos(u.name, ':') + 1) AS key, u.at, u.n
-		FROM unnest($1::text[], $2::timestamptz[], $3::int[]) AS u(name, at, n)
+		SELECT split_part(u.name, ':', 1) AS kind, substr(u.name, strpos(u.name, ':') + 1) AS key, u.at, u.n, u.tenant
+		FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::text[]) AS u(name, at, n, tenant)
+	), turned AS (
+		UPDATE limits l SET turn = s.tenant FROM s
+		WHERE l.kind = s.kind AND l.key = s.key AND l.turn <> s.tenant
 	), added AS (
 		INSERT INTO limit_starts (kind, key, at, n)
 		SELECT s.kind, s.key, s.at, sum(s.n) FROM s JOIN limits l ON l.kind = s.kind AND l.key = s.key
@@ -325,19 +333,20 @@ const startsSQL = `WITH s AS (
 	WHERE d.kind = p.kind AND d.key = p.key AND d.at <= p.before`
 
 // queueStarts queues the statement that appends starts to the logs of
-// their rate limits (startsSQL), and reports whether it did.
+// their rate limits and keeps the limits' turns (startsSQL), and reports
+// whether it did.
 func queueStarts(b *pgx.Batch, starts []refresh.LimitStarts) bool {
 	if len(starts) == 0 {
 		return false
 	}
-	names, at, n := make([]string, len(starts)), make([]time.Time, len(starts)), make([]int32, len(starts))
+	names, at, n, tenants := make([]string, len(starts)), make([]time.Time, len(starts)), make([]int32, len(starts)), make([]string, len(starts))
 	for i, st := range starts {
-		names[i], at[i], n[i] = st.Limit, ceilMicro(st.At), int32(st.N)
+		names[i], at[i], n[i], tenants[i] = st.Limit, ceilMicro(st.At), int32(st.N), st.Tenant
 		if !strings.Contains(st.Limit, ":") {
 			names[i] = st.Limit + ":" // matches no limit
 		}
 	}
-	b.Queue(startsSQL, names, at, n)
+	b.Queue(startsSQL, names, at, n, tenants)
 	return true
 }
 
