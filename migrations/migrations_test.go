@@ -347,3 +347,31 @@ func TestRateLimitsDown(t *testing.T) {
 
 	require.NoError(t, migrations.Migrate(ctx, conn))
 }
+
+// Version 14 keeps each limit's turn (the tenant of its last start), ''
+// for the limits that had none; going back below it drops the turns and
+// keeps the limits; going up again works.
+func TestLimitTurnsDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	migrateDown(t, conn, 13)
+	_, err := conn.Exec(ctx, `INSERT INTO limits (kind, key, max_running) VALUES ('queue', 'old', 2)`)
+	require.NoError(t, err)
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	_, err = conn.Exec(ctx, `INSERT INTO limits (kind, key, max_running, turn) VALUES ('prefix', 'acme-', 1, 'acme-')`)
+	require.NoError(t, err)
+	rows, err := conn.Query(ctx, `SELECT kind || ':' || key || ':' || turn FROM limits ORDER BY kind, key`)
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"prefix:acme-:acme-", "queue:old:"}, got)
+
+	migrateDown(t, conn, 13)
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM limits`).Scan(&n))
+	require.Equal(t, 2, n)
+	_, err = conn.Exec(ctx, `SELECT turn FROM limits`)
+	require.ErrorContains(t, err, "turn")
+	require.NoError(t, migrations.Migrate(ctx, conn))
+}

@@ -279,3 +279,57 @@ func testDeleteLimitReleases(t *testing.T, s refresh.Store) {
 	require.True(t, ok)
 	require.Empty(t, got)
 }
+
+// turnOf returns the turn of the limit named name in slots (Turns), and
+// whether slots has the limit.
+func turnOf(slots refresh.Slots, name string) (string, bool) {
+	i := slices.IndexFunc(slots.Limits, func(l refresh.Limit) bool { return l.Name() == name })
+	if i < 0 || i >= len(slots.Turns) {
+		return "", false
+	}
+	return slots.Turns[i], true
+}
+
+// testFairOfferTurn offers a limit's one free slot pass after pass: the
+// limit keeps the tenant of the last start of a batch under it (its
+// turn, passed in the slots), and each offer starts with the first tenant
+// waiting after it, bytewise, wrapping around (the tenant "" of the
+// models under no prefix comes first after the wrap), whichever waits
+// the longest.
+func testFairOfferTurn(t *testing.T, s refresh.Store) {
+	slot := refresh.Limit{Kind: refresh.LimitQueue, Key: "tables", MaxRunning: 1}
+	putLimits(t, s, slot)
+	put(t, s,
+		waitingFor("acme-1", slot.Name(), "acme-", t0.Add(-10*time.Minute)), // waits the longest
+		waitingFor("acme-2", slot.Name(), "acme-", t0.Add(-9*time.Minute)),
+		waitingFor("beta-1", slot.Name(), "beta-", t0.Add(-2*time.Minute)),
+		waitingFor("zed", slot.Name(), "", t0.Add(-time.Minute)),
+		// A model that became due fills the batch of 1: only the offer
+		// brings waiting models.
+		model("new", t0.Add(-time.Second)))
+	startBy := func(tenant string) func([]refresh.Model, refresh.Slots) refresh.Batch {
+		return func([]refresh.Model, refresh.Slots) refresh.Batch {
+			return refresh.Batch{Starts: []refresh.LimitStarts{{Limit: slot.Name(), At: t0, N: 1, Tenant: tenant}}}
+		}
+	}
+
+	// No start yet: the turn is "", and acme- is the first tenant after it.
+	ids, slots := claimSlots(t, s, t0, 1, startBy("beta-"))
+	require.ElementsMatch(t, []string{"new", "acme-1"}, ids)
+	turn, ok := turnOf(slots, slot.Name())
+	require.True(t, ok)
+	require.Equal(t, "", turn)
+	// After beta-, the turns wrap around to "".
+	ids, slots = claimSlots(t, s, t0, 1, startBy(""))
+	require.ElementsMatch(t, []string{"new", "zed"}, ids)
+	turn, _ = turnOf(slots, slot.Name())
+	require.Equal(t, "beta-", turn)
+	// After "", acme-.
+	ids, slots = claimSlots(t, s, t0, 1, startBy("acme-"))
+	require.ElementsMatch(t, []string{"new", "acme-1"}, ids)
+	turn, _ = turnOf(slots, slot.Name())
+	require.Equal(t, "", turn)
+	// After acme-, beta-, however long acme-'s models have waited.
+	ids, _ = claimSlots(t, s, t0, 1, nil)
+	require.ElementsMatch(t, []string{"new", "beta-1"}, ids)
+}

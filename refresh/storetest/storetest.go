@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) refresh.Store) {
 		"RateLogs":            testRateLogs,
 		"RateFields":          testRateFields,
 		"FairOffer":           testFairOffer,
+		"FairOfferTurn":       testFairOfferTurn,
 		"DeleteLimitReleases": testDeleteLimitReleases,
 	}
 	for name, fn := range tests {
