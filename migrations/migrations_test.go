@@ -348,9 +348,9 @@ func TestRateLimitsDown(t *testing.T) {
 	require.NoError(t, migrations.Migrate(ctx, conn))
 }
 
-// Version 14 keeps each limit's turn (the tenant of its last start), ''
-// for the limits that had none; going back below it drops the turns and
-// keeps the limits; going up again works.
+// Version 14 keeps each limit's turn (the tenant of its last start), the
+// empty string for the limits that had none; going back below it drops
+// the turns and keeps the limits; going up again works.
 func TestLimitTurnsDown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
