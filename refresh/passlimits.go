@@ -60,15 +60,25 @@ func (p *passLimits) log(i int) []RateStarts {
 
 // order returns a copy of due in the order starts are handed out: the
 // fair turns of the tenants (FairOrder), each model's after the turn of
-// the first limit (in Slots order) that covers it. The store keeps the
-// order of the slice it passed (it finds each row by its position).
+// the first limit by kind, then key, that covers it (Slots lists them in
+// that order, save those a store read last). The store keeps the order
+// of the slice it passed (it finds each row by its position).
 func (p *passLimits) order(due []Model) []Model {
 	due = slices.Clone(due)
 	FairOrder(due, func(m Model) string { return Tenant(m.ID, p.tenants) }, func(m Model) string {
-		if i := slices.IndexFunc(p.limits, func(l Limit) bool { return l.Covers(m) }); i >= 0 {
-			return p.turns[i]
+		first := -1
+		for i, l := range p.limits {
+			if !l.Covers(m) {
+				continue
+			}
+			if f := first; f < 0 || l.Kind < p.limits[f].Kind || l.Kind == p.limits[f].Kind && l.Key < p.limits[f].Key {
+				first = i
+			}
 		}
-		return ""
+		if first < 0 {
+			return ""
+		}
+		return p.turns[first]
 	})
 	return due
 }
