@@ -20,8 +20,8 @@ type passLimits struct {
 	free    []int // the starts still admitted, -1 for no rate
 	started []int // the starts of the pass
 	// turns is, for each limit, the tenant of the last start made under
-	// it: as the store passed it, then as the pass starts models.
-	turns []string
+	// it: as the store passed it (stored), then as the pass starts models.
+	turns, stored []string
 	// next is, for a rate limit that admits no more starts in the pass,
 	// the instant it admits the next (zero until asked).
 	next []time.Time
@@ -44,6 +44,7 @@ func newPassLimits(slots Slots, tenants []string, now time.Time) *passLimits {
 	}
 	copy(p.running, slots.Running)
 	copy(p.turns, slots.Turns)
+	p.stored = slices.Clone(p.turns)
 	for i, l := range slots.Limits {
 		p.free[i], _ = l.Admits(p.log(i), now)
 	}
@@ -162,11 +163,13 @@ func (p *passLimits) record(i int, rate bool, m, after Model, started bool, tena
 }
 
 // starts returns the starts of the pass under each limit, with its turn
-// after the pass, for Batch.Starts.
+// after the pass, for Batch.Starts: under each rate limit (for its log),
+// and under each other limit whose turn the pass moved (so that a pass
+// without tenants writes nothing more without rate limits).
 func (p *passLimits) starts() []LimitStarts {
 	var out []LimitStarts
 	for i, n := range p.started {
-		if n > 0 {
+		if n > 0 && (p.limits[i].Rated() || p.turns[i] != p.stored[i]) {
 			out = append(out, LimitStarts{Limit: p.limits[i].Name(), At: p.now, N: n, Tenant: p.turns[i]})
 		}
 	}

@@ -23,10 +23,10 @@ type RateStarts struct {
 }
 
 // LimitStarts is what a pass records for a limit under which it started
-// models: N starts, of the limit named Limit (Limit.Name), at At, the last
-// of them by a model of Tenant (the limit's turn from then on, FairOrder).
-// The stores log the starts of rate limits only, and keep the turn of
-// every limit.
+// models (a limit without max_starts only when its turn moved): N starts,
+// of the limit named Limit (Limit.Name), at At, the last of them by a
+// model of Tenant (the limit's turn from then on, FairOrder). The stores
+// log the starts of rate limits only, and keep the turn of every limit.
 type LimitStarts struct {
 	Limit  string
 	At     time.Time

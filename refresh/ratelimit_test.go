@@ -181,21 +181,38 @@ func TestSchedulerFairTurns(t *testing.T) {
 }
 
 // The turns go round across passes: with a limit that admits 1 start a
-// pass, tenant B's 2 models start in turn with A's, not after A's whole
-// backlog, though A's have waited longer.
+// pass (a rate limit, or a concurrency limit whose one attempt ends
+// between the passes), tenant B's 2 models start in turn with A's, not
+// after A's whole backlog, though A's have waited longer.
 func TestSchedulerFairTurnsAcrossPasses(t *testing.T) {
-	b := setup(t)
-	b.putLimit(t, refresh.Limit{Kind: refresh.LimitQueue, Key: "q", MaxStarts: 1, Per: refresh.Duration(time.Second)})
-	for i := range 6 { // a- is due first
-		b.putDue(t, fmt.Sprintf("a-%d", i+1), "", t0.Add(time.Duration(i-20)*time.Second))
+	for _, l := range []refresh.Limit{
+		{Kind: refresh.LimitQueue, Key: "q", MaxStarts: 1, Per: refresh.Duration(time.Second)},
+		{Kind: refresh.LimitQueue, Key: "q", MaxRunning: 1},
+	} {
+		t.Run(l.String(), func(t *testing.T) {
+			b := setup(t)
+			b.putLimit(t, l)
+			for i := range 6 { // a- is due first
+				b.putDue(t, fmt.Sprintf("a-%d", i+1), "", t0.Add(time.Duration(i-20)*time.Second))
+			}
+			b.putDue(t, "b-1", "", t0.Add(-10*time.Second))
+			b.putDue(t, "b-2", "", t0.Add(-9*time.Second))
+			s := b.scheduler(t, refresh.SchedulerConfig{TenantsFunc: func() []string { return []string{"a-", "b-"} }})
+			var order []string
+			for step := range 8 {
+				require.Equal(t, 1, b.runAt(t, s, t0.Add(time.Duration(step)*time.Second)).Started, "step %d", step)
+				id := b.startedIDs()[0]
+				order = append(order, id)
+				// The attempt ends: the model is idle until next week.
+				m := b.get(t, id)
+				m.AttemptUID, m.StartedAt, m.DeadlineAt, m.RefreshAt = "", time.Time{}, time.Time{}, t0.Add(7*24*time.Hour)
+				require.NoError(t, b.store.Modify(context.Background(), []string{id}, func([]refresh.Model) (refresh.Batch, error) {
+					return refresh.Batch{Changes: []refresh.Change{{Model: m}}}, nil
+				}))
+			}
+			require.Equal(t, []string{"a-1", "b-1", "a-2", "b-2", "a-3", "a-4", "a-5", "a-6"}, order)
+		})
 	}
-	b.putDue(t, "b-1", "", t0.Add(-10*time.Second))
-	b.putDue(t, "b-2", "", t0.Add(-9*time.Second))
-	s := b.scheduler(t, refresh.SchedulerConfig{TenantsFunc: func() []string { return []string{"a-", "b-"} }})
-	for step := range 8 {
-		require.Equal(t, 1, b.runAt(t, s, t0.Add(time.Duration(step)*time.Second)).Started, "step %d", step)
-	}
-	require.Equal(t, []string{"a-1", "b-1", "a-2", "b-2", "a-3", "a-4", "a-5", "a-6"}, b.startedIDs())
 }
 
 // While models wait for a rate limit, Start sleeps until the limit admits

@@ -171,9 +171,10 @@ type Batch struct {
 	// error.
 	BeforeCommitFunc func(ctx context.Context) error
 	// Starts are the starts the batch makes under limits (a scheduler
-	// pass's): the store appends those of rate limits to each limit's
-	// log, in the batch's transaction, and drops the entries older than
-	// the limit's Per; and it keeps each limit's Tenant as its turn.
+	// pass's; under a limit without max_starts, only those that move its
+	// turn): the store appends those of rate limits to each limit's log,
+	// in the batch's transaction, and drops the entries older than the
+	// limit's Per; and it keeps each limit's Tenant as its turn.
 	Starts []LimitStarts
 }
 
