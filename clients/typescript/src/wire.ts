@@ -64,9 +64,18 @@ export function cutText(s: string, max: number): string {
   return b.subarray(0, n).toString("utf8") + TRUNCATED_MARKER;
 }
 
+/** String(v), or, for a value String cannot convert (an object without a prototype), its type. */
+export function describe(v: unknown): string {
+  try {
+    return String(v);
+  } catch {
+    return `[${typeof v}]`;
+  }
+}
+
 /** A text the scheduler accepts: NUL and lone surrogates become U+FFFD, cut to max bytes. */
 export function cleanText(s: unknown, max: number): string {
-  const t = s == null ? "" : String(s);
+  const t = s == null ? "" : describe(s);
   return cutText(t.replace(/\u0000/g, "\ufffd").replace(loneSurrogates, "\ufffd"), max);
 }
 
@@ -337,7 +346,7 @@ export function outcomeOf(job: Job, result: unknown, thrown: boolean, err: unkno
     const kind = f ? f.kind : className(err);
     o.outcome = "failure";
     o.kind = validKind(kind, lim) ? kind : "error";
-    const message = cleanText(err instanceof Error ? err.message || kind : String(err), lim.maxMessageBytes);
+    const message = cleanText(err instanceof Error ? err.message || kind : err, lim.maxMessageBytes);
     if (message) o.message = message;
     if (f && !f.retryable) o.retryable = false;
     if (f && f.userMessage) o.user_message = cleanText(f.userMessage, lim.maxMessageBytes);

@@ -13,6 +13,7 @@ import {
   decodeJob,
   deadEntry,
   defaultLimits,
+  describe,
   outcomeOf,
   statusOutcome,
   validateName,
@@ -465,7 +466,7 @@ export class Worker {
     else if (o.outcome === "snooze") this.stats.snoozed++;
     else {
       this.stats.failed++;
-      this.log("info", "job failed", { model_id: o.model_id, attempt_uid: o.attempt_uid, kind: o.kind, err: String(err) });
+      this.log("info", "job failed", { model_id: o.model_id, attempt_uid: o.attempt_uid, kind: o.kind, err: describe(err) });
     }
     t.handle = undefined;
     this.handlers--;

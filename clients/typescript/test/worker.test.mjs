@@ -27,6 +27,7 @@ describe("worker", { skip: URL ? false : "REDIS_URL is not set: run under script
               await new Promise((res) => signal.addEventListener("abort", res));
               throw signal.reason;
             }
+            if (job.payload?.conformance?.bare) throw Object.create(null); // String() cannot convert it
             if (job.payload?.conformance?.raise) {
               class KeyError extends Error {}
               throw new KeyError(job.payload.conformance.raise);
@@ -76,7 +77,8 @@ describe("worker", { skip: URL ? false : "REDIS_URL is not set: run under script
     await c.push("snooze", { do: "snooze", snooze_for: 90 });
     await c.push("same", { status: ["downloading"], unchanged: true });
     await c.push("long", { do: "fail", message: "x".repeat(5000) });
-    const got = byModel(await c.outcomes(7));
+    await c.push("bare", { bare: true });
+    const got = byModel(await c.outcomes(8));
     await stop();
     assert.equal(got.ok.outcome, "success");
     assert.deepEqual([got.raise.outcome, got.raise.kind], ["failure", "KeyError"]);
@@ -85,6 +87,7 @@ describe("worker", { skip: URL ? false : "REDIS_URL is not set: run under script
     assert.equal(got.snooze.for, "90000ms");
     assert.equal(got.same.unchanged, true);
     assert.equal(Buffer.byteLength(got.long.message), 4096);
+    assert.deepEqual([got.bare.outcome, got.bare.kind, got.bare.message], ["failure", "error", "[object]"]);
     assert.equal(await r.llen(`${c.p}working:q:${w.id}`), 0);
     assert.equal(await r.zscore(`${c.p}workers:q`, w.id), null, "a stopped worker leaves the set");
     await c.cleanup();
