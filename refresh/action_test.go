@@ -134,7 +134,11 @@ func TestUpdate(t *testing.T) {
 				return d
 			}},
 		{name: "disabled, rate_key changed", policy: policy, event: refresh.EventUpdate, also: "trigger", enabled: true,
-			def: func(t *testing.T, m refresh.Model) refresh.Definition { d := same(m); d.RateKey = "api.example.com"; return d }},
+			def: func(t *testing.T, m refresh.Model) refresh.Definition {
+				d := same(m)
+				d.RateKey = "api.example.com"
+				return d
+			}},
 		{name: "disabled, rate_key removed", policy: policy, event: refresh.EventUpdate, also: "trigger", enabled: true,
 			def: func(t *testing.T, m refresh.Model) refresh.Definition { d := same(m); d.RateKey = ""; return d }},
 		{name: "disabled, changed and trigger: one trigger", policy: policy, trigger: true, event: refresh.EventUpdate, also: "trigger", enabled: true,
