@@ -16,7 +16,7 @@ import (
 
 // pageNames are the pages; each is templates/<name>.html with the layout
 // and the shared parts.
-var pageNames = []string{"error", "login", "overview", "models", "model", "preview", "dead", "replay"}
+var pageNames = []string{"error", "login", "overview", "models", "model", "preview", "dead", "replay", "limits"}
 
 // parsePages parses every page, its links under base.
 func parsePages(base string) map[string]*template.Template {

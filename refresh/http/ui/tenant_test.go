@@ -507,6 +507,12 @@ func tenantCases() []tenantCase {
 	add(tenantCase{route: "POST /ui/preview", method: "POST", path: "/ui/preview", form: form("model", "{F}", "policy", `{"timeout": "1h"}`), token: tenantAcme})
 	add(tenantCase{route: "GET /ui/dead", method: "GET", path: "/ui/dead", token: tenantAcme, status: 403})
 	add(tenantCase{route: "POST /ui/dead", method: "POST", path: "/ui/dead", form: form("op", "drop", "id", "d1"), token: tenantAcme, status: 403})
+	// The limits concern every tenant: as GET, PUT and DELETE /limits, the
+	// page and its form refuse a token limited to a prefix, admin or not.
+	add(tenantCase{route: "GET /ui/limits", method: "GET", path: "/ui/limits", token: tenantAcme, status: 403})
+	add(tenantCase{route: "GET /ui/limits", method: "GET", path: "/ui/limits", token: tenantZZ, status: 403})
+	add(tenantCase{route: "POST /ui/limits", method: "POST", path: "/ui/limits", form: form("do", "set", "kind", "prefix", "key", "acme-", "max_running", "1"), token: tenantAcme, status: 403})
+	add(tenantCase{route: "POST /ui/limits", method: "POST", path: "/ui/limits", form: form("do", "delete", "kind", "prefix", "key", "acme-"), token: tenantAcme, status: 403})
 	add(tenantCase{route: "/ui/", method: "GET", path: "/ui/models/{F}/nope", token: tenantAcme, status: 404})
 	add(tenantCase{route: "POST /ui/login", method: "POST", path: "/ui/login", form: form("token", "nope", "next", "/ui/models/{F}"), token: tenantZZ})
 	// The token without a prefix: an overview and a page cost the same
@@ -515,6 +521,7 @@ func tenantCases() []tenantCase {
 		contains: []string{`<span class="n">10000+</span><span class="l">models</span>`, "Counted the first 10000 models by id"}})
 	add(tenantCase{route: "GET /ui/models", method: "GET", path: "/ui/models?after=bigcorp-forn-05000", token: tenantRoot, status: 200, statements: 1, whole: true})
 	add(tenantCase{route: "GET /models", method: "GET", path: "/models?limit=1000", token: tenantRoot, status: 200, statements: 1, whole: true})
+	add(tenantCase{route: "GET /ui/limits", method: "GET", path: "/ui/limits", token: tenantRoot, status: 200, statements: reads, whole: true})
 	add(tenantCase{route: "POST /ui/logout", method: "POST", path: "/ui/logout", token: tenantZZ, status: 303})
 	return cases
 }

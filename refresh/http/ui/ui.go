@@ -156,6 +156,8 @@ func New(svc *refresh.Service, opts ...Option) *Handler {
 	h.mux.HandleFunc("POST "+b+"/preview", h.act(refreshhttp.ScopeRead, false, h.handlePreview))
 	h.mux.HandleFunc("GET "+b+"/dead", h.page(refreshhttp.ScopeAdmin, true, h.handleDead))
 	h.mux.HandleFunc("POST "+b+"/dead", h.act(refreshhttp.ScopeAdmin, true, h.handleDeadAct))
+	h.mux.HandleFunc("GET "+b+"/limits", h.page(refreshhttp.ScopeRead, true, h.handleLimits))
+	h.mux.HandleFunc("POST "+b+"/limits", h.act(refreshhttp.ScopeAdmin, true, h.handleLimitsAct))
 	h.mux.HandleFunc(b+"/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, nil, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	})
