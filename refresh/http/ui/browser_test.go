@@ -586,6 +586,61 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, "Dropped 1 dead letter.", flash)
 	})
 
+	t.Run("limits", func(t *testing.T) {
+		// Signed in as ops (admin): the navigation leads to the page; the
+		// form sets a rate limit, refuses a burst over 10,000 naming it,
+		// and a row's button deletes the limit.
+		var rows []string
+		var flash string
+		step(t, ctx, "set a queue's limit and a rate limit",
+			chromedp.Navigate(ui+"/"),
+			chromedp.WaitVisible(`header nav a[href="/ui/limits"]`, chromedp.ByQuery),
+			chromedp.Click(`header nav a[href="/ui/limits"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`form.limit-form`, chromedp.ByQuery),
+			chromedp.SetValue(`#kind`, "queue", chromedp.ByQuery),
+			chromedp.SetValue(`#key`, "exports", chromedp.ByQuery),
+			chromedp.SetValue(`#max_running`, "5", chromedp.ByQuery),
+			chromedp.Click(`form.limit-form button.primary`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.flash.ok`, chromedp.ByQuery),
+			chromedp.SetValue(`#kind`, "rate_key", chromedp.ByQuery),
+			chromedp.SetValue(`#key`, "api.example.com", chromedp.ByQuery),
+			chromedp.SetValue(`#max_starts`, "10", chromedp.ByQuery),
+			chromedp.SetValue(`#per`, "1m", chromedp.ByQuery),
+			chromedp.SetValue(`#burst`, "2", chromedp.ByQuery),
+			chromedp.Click(`form.limit-form button.primary`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.flash.ok`, chromedp.ByQuery),
+			chromedp.Text(`.flash.ok`, &flash, chromedp.ByQuery),
+			chromedp.Evaluate(`[...document.querySelectorAll("table.limits tbody tr")].map(r => [...r.cells].slice(0, 6).map(c => c.textContent.trim()).join(" "))`, &rows))
+		require.Equal(t, `Set rate_key "api.example.com" (max_starts 10 per 1m, burst 2).`, flash)
+		require.Equal(t, []string{"queue exports 5 – – –", "rate_key api.example.com – 10 1m 2"}, rows)
+		screenshot(t, ctx, dir, "limits")
+
+		var errText string
+		step(t, ctx, "a burst over 10,000",
+			chromedp.SetValue(`#kind`, "rate_key", chromedp.ByQuery),
+			chromedp.SetValue(`#key`, "api.example.com", chromedp.ByQuery),
+			chromedp.SetValue(`#max_starts`, "10", chromedp.ByQuery),
+			chromedp.SetValue(`#per`, "1m", chromedp.ByQuery),
+			chromedp.SetValue(`#burst`, "20000", chromedp.ByQuery),
+			chromedp.Click(`form.limit-form button.primary`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#burst + .field-error`, chromedp.ByQuery),
+			chromedp.Text(`#burst + .field-error`, &errText, chromedp.ByQuery))
+		require.Equal(t, "must be from 1 to 10000, got 20000", errText)
+		screenshot(t, ctx, dir, "limits-error")
+
+		step(t, ctx, "delete the rate limit",
+			chromedp.Navigate(ui+"/limits"),
+			chromedp.WaitVisible(`table.limits`, chromedp.ByQuery),
+			chromedp.Click(`table.limits tbody tr:nth-child(2) button[value=delete]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`.flash.ok`, chromedp.ByQuery),
+			chromedp.Text(`.flash.ok`, &flash, chromedp.ByQuery))
+		require.True(t, strings.HasPrefix(flash, "Deleted the limit rate_key:api.example.com;"), flash)
+		limits, err := s.admin.Limits(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, []refresh.Limit{{Kind: refresh.LimitQueue, Key: "exports", MaxRunning: 5}}, limits.Limits, "the API lists what the page set")
+		require.NoError(t, s.admin.DeleteLimit(context.Background(), refresh.LimitQueue, "exports"))
+	})
+
 	t.Run("read scope sees no buttons", func(t *testing.T) {
 		signIn(t, ctx, ui, "support-secret")
 		var buttons int

@@ -136,6 +136,7 @@ func TestLimitsSetRefused(t *testing.T) {
 		{"queue", "exports", "", "10", "soon", "", `{"max_starts": 10, "per": "soon"}`, []string{"per"}},
 		{"queue", "exports", "", "10", "1m", "20000", `{"max_starts": 10, "per": "1m", "burst": 20000}`, []string{"burst"}},
 		{"queue", "exports", "", "10", "1m", "0", `{"max_starts": 10, "per": "1m", "burst": 0}`, []string{"burst"}},
+		{"queue", "exports", "2", "", "1m", "", `{"max_running": 2, "per": "1m"}`, []string{"max_starts"}},
 		{"queue", "exports", "-1", "-2", "", "", `{"max_running": -1, "max_starts": -2}`, []string{"max_running", "max_starts"}},
 		{"bogus", "exports", "1", "", "", "", `{"max_running": 1}`, []string{"kind"}},
 		{"rate_key", long, "1", "", "", "", `{"max_running": 1}`, []string{"key"}},
