@@ -18,6 +18,8 @@
 //	GET  /ui/preview               a policy and a failure pattern, simulated before saving
 //	POST /ui/preview               the simulation; or, opened from a model, saving its
 //	                               policy (write scope; refused if the model changed since)
+//	GET  /ui/limits                the limits, as GET /limits lists them; POST (admin) sets
+//	                               one or deletes one, as PUT and DELETE /limits/{kind}/{key} do
 //	GET  /ui/dead                  the dead-letter list; POST requeues or drops entries
 //	GET  /ui/login, POST /ui/login, POST /ui/logout
 //
@@ -45,10 +47,10 @@
 // expiry (WithSessionTTL). A sign-out deletes the session, and a session
 // whose token the server no longer knows is refused and deleted. A request
 // may instead send the API's "Authorization: Bearer" header. The scopes are the API's: read to look,
-// write to act on models, admin (without an id prefix) for dead letters. A
-// token limited to an id prefix sees only those models, in every count
-// and list, and no queue depths or dead letters, which concern every
-// customer. Without tokens, every visitor has every scope, as the API has.
+// write to act on models, admin (without an id prefix) for dead letters
+// and to set limits. A token limited to an id prefix sees only those
+// models, in every count and list, and no queue depths, limits or dead
+// letters, which concern every customer. Without tokens, every visitor has every scope, as the API has.
 //
 // # Forms
 //

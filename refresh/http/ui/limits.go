@@ -33,6 +33,27 @@ type limitsPage struct {
 	Errors fieldErrors
 }
 
+// limitInput is a text field of the form.
+type limitInput struct {
+	Name, Label, Value, Placeholder string
+	// Class is the input's class ("mono" for text typed as is), Wide
+	// whether it takes the room left, Numeric whether it takes a number.
+	Class         string
+	Wide, Numeric bool
+}
+
+// Inputs are the form's text fields, after its kind.
+func (p limitsPage) Inputs() []limitInput {
+	f := p.Form
+	return []limitInput{
+		{Name: "key", Label: "Key", Value: f.Key, Placeholder: "exports, acme-, api.example.com", Class: "mono", Wide: true},
+		{Name: "max_running", Label: "Max running", Value: f.MaxRunning, Numeric: true},
+		{Name: "max_starts", Label: "Max starts", Value: f.MaxStarts, Numeric: true},
+		{Name: "per", Label: "Per", Value: f.Per, Placeholder: "1m", Class: "mono"},
+		{Name: "burst", Label: "Burst", Value: f.Burst, Numeric: true},
+	}
+}
+
 // limitKinds are the kinds the form offers, in the order of the store's
 // list.
 var limitKinds = []string{refresh.LimitPrefix, refresh.LimitQueue, refresh.LimitRateKey}
