@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/xid"
@@ -43,8 +44,9 @@ type SchedulerConfig struct {
 	// PushTimeout bounds the push of a pass's jobs, during which the pass
 	// holds its models locked (default 5s).
 	PushTimeout time.Duration
-	// StallAfter is how long a pass may take before a helper loop runs a
-	// pass beside it (default 20ms; also with Loops 1): models that fall
+	// StallAfter is how long a pass that claimed less than a full batch
+	// may take before a helper loop runs a pass beside it (default 20ms;
+	// also with Loops 1): models that fall
 	// due while a pass waits on the database (a commit slowed by a
 	// checkpoint) start without waiting for it. Passes claim with SKIP
 	// LOCKED, so each model is still started by one pass.
@@ -210,11 +212,20 @@ func (s *Scheduler) firstBatch() int { return max(1, s.cfg.BatchSize/8) }
 // pass runs one pass for Start, reports it, and wakes the helpers if it
 // claimed a full batch.
 func (s *Scheduler) pass(ctx context.Context, limit int) (TickResult, error) {
+	// A pass that claimed less than its limit has claimed every model due
+	// at its start: if it stalls, a helper starts those due since. A full
+	// pass leaves the next batch to the loop that runs it, or to the
+	// helpers it wakes (Loops); one more pass would only compete with it.
+	var partial atomic.Bool
 	if c, ok := s.cfg.Clock.(funcClock); ok {
-		stop := c.AfterFunc(s.cfg.StallAfter, s.wakeHelper)
+		stop := c.AfterFunc(s.cfg.StallAfter, func() {
+			if partial.Load() {
+				s.wakeHelper()
+			}
+		})
 		defer stop()
 	}
-	res, err := s.runOnce(ctx, limit)
+	res, err := s.runOnce(ctx, limit, &partial)
 	if ctx.Err() != nil {
 		return res, err
 	}
@@ -273,11 +284,12 @@ func (s *Scheduler) help(ctx context.Context) {
 // the transaction commits (a push
 // that fails rolls the pass back). Its lifecycle events commit with it.
 func (s *Scheduler) RunOnce(ctx context.Context) (TickResult, error) {
-	return s.runOnce(ctx, s.cfg.BatchSize)
+	return s.runOnce(ctx, s.cfg.BatchSize, nil)
 }
 
-// runOnce is RunOnce claiming up to limit models.
-func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) {
+// runOnce is RunOnce claiming up to limit models; it sets partial, if
+// not nil, once it has claimed fewer.
+func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool) (TickResult, error) {
 	var res TickResult
 	var c *changes
 	defer func() { putChanges(c) }()
@@ -285,6 +297,9 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int) (TickResult, error) 
 	// obs is what the metrics observe once the pass commits.
 	var obs passObs
 	claimed, err := s.cfg.Store.ClaimDue(ctx, now, limit, func(due []Model, slots Slots) (Batch, error) {
+		if partial != nil && len(due) < limit {
+			partial.Store(true)
+		}
 		putChanges(c)
 		c = getChanges(len(due))
 		res = TickResult{}

@@ -67,6 +67,36 @@ func TestSchedulerPassesBesideAStalledOne(t *testing.T) {
 	}
 }
 
+// A full pass that is slow has no pass run beside it: the loop that runs
+// it goes on with the next batch, and one more pass would only compete.
+func TestSchedulerFullPassStallsAlone(t *testing.T) {
+	b := setup(t)
+	b.put(t, "first", `{"timeout": "10m"}`, true)
+	store := &slowStore{Store: b.store, held: make(chan struct{}), release: make(chan struct{})}
+	var passes atomic.Int32
+	// BatchSize 8: the first pass claims at most 1, and claims 1.
+	s, err := refresh.NewScheduler(refresh.SchedulerConfig{
+		Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, BatchSize: 8,
+		StallAfter: 20 * time.Millisecond,
+		TickedFunc: func(r refresh.TickResult, err error) { passes.Add(1) },
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Start(ctx) }()
+	<-store.held
+	b.put(t, "second", `{"timeout": "10m"}`, true)
+	b.clock.Advance(20 * time.Millisecond)
+	for range 100_000 {
+		runtimeGosched()
+	}
+	require.Zero(t, passes.Load(), "no pass ran beside the held one")
+	require.Len(t, b.queue.Take("q", 10), 1)
+	close(store.release)
+	cancel()
+	require.NoError(t, <-done)
+}
+
 // A full batch of models that only wait for a limit does not keep the
 // helper loops running passes: they stop, as the main loop goes to sleep.
 func TestSchedulerHelpersStopOnWaitingBatches(t *testing.T) {
