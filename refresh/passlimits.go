@@ -14,6 +14,7 @@ import (
 type passLimits struct {
 	now     time.Time
 	limits  []Limit
+	names   []string // Limit.Name of each limit
 	rates   [][]RateStarts
 	tenants []string
 	running []int
@@ -41,6 +42,10 @@ func newPassLimits(slots Slots, tenants []string, now time.Time) *passLimits {
 		running: make([]int, n), free: make([]int, n), started: make([]int, n),
 		next: make([]time.Time, n), held: make([]bool, n), longest: make([]time.Duration, n),
 		turns: make([]string, n),
+	}
+	p.names = make([]string, n)
+	for i, l := range slots.Limits {
+		p.names[i] = l.Name()
 	}
 	copy(p.running, slots.Running)
 	copy(p.turns, slots.Turns)
@@ -137,7 +142,7 @@ func (p *passLimits) nextAdmit(i int) time.Time {
 // waits counts in its limit's longest wait.
 func (p *passLimits) record(i int, rate bool, m, after Model, started bool, tenant string) {
 	for j, l := range p.limits {
-		if after.WaitingForSlot && l.Name() == after.WaitingLimit {
+		if after.WaitingForSlot && p.names[j] == after.WaitingLimit {
 			p.longest[j] = max(p.longest[j], p.now.Sub(after.RefreshAt))
 		}
 		if !l.Covers(m) {
@@ -170,7 +175,7 @@ func (p *passLimits) starts() []LimitStarts {
 	var out []LimitStarts
 	for i, n := range p.started {
 		if n > 0 && (p.limits[i].Rated() || p.turns[i] != p.stored[i]) {
-			out = append(out, LimitStarts{Limit: p.limits[i].Name(), At: p.now, N: n, Tenant: p.turns[i]})
+			out = append(out, LimitStarts{Limit: p.names[i], At: p.now, N: n, Tenant: p.turns[i]})
 		}
 	}
 	return out
@@ -193,8 +198,8 @@ func (p *passLimits) wakeAt() time.Time {
 // refresh_at; 0 if none waits).
 func (p *passLimits) waits() []LimitWait {
 	out := make([]LimitWait, len(p.limits))
-	for i, l := range p.limits {
-		out[i] = LimitWait{Limit: l.Name(), Wait: p.longest[i]}
+	for i, name := range p.names {
+		out[i] = LimitWait{Limit: name, Wait: p.longest[i]}
 	}
 	return out
 }
