@@ -189,6 +189,26 @@ func CheckLimit(l Limit) error {
 	return errs.err()
 }
 
+// LimitMissingRule is the rule, of field max_running, of a limit written
+// with neither max_running nor max_starts.
+const LimitMissingRule = "missing, as is max_starts: a limit sets max_running, max_starts with per, or both"
+
+// LimitNumberRule returns the rule that n, given for member name
+// (max_running, max_starts or burst) of a limit, breaks, or "": a number
+// given is a bound, so 0 is refused rather than read as unset (a zero
+// Limit field is unset, which CheckLimit cannot tell from a 0 given). The
+// limits API, the dashboard's form and simulate's specs check the numbers
+// they are given with it.
+func LimitNumberRule(name string, n int) string {
+	switch {
+	case name == "burst" && n < 1:
+		return fmt.Sprintf("must be from 1 to %d, got %d", MaxRateBurst, n)
+	case n < 1:
+		return fmt.Sprintf("must be >= 1 (to start none of the models, pause them), got %d", n)
+	}
+	return ""
+}
+
 // MaxRateKeyBytes bounds a model's rate_key and the key of a rate_key
 // limit.
 const MaxRateKeyBytes = 128

@@ -426,18 +426,18 @@ func parseLimit(l limitJSON) (refresh.Limit, []refresh.FieldError) {
 	if l.MaxRunning == nil && l.MaxStarts == nil {
 		bad("max_running", "is required (an integer >= 1), unless max_starts is set")
 	}
-	count := func(name string, p *int, rule string) int {
-		if p != nil && *p <= 0 {
-			bad(name, "%s, got %d", rule, *p)
-		}
+	count := func(name string, p *int) int {
 		if p == nil {
 			return 0
 		}
+		if rule := refresh.LimitNumberRule(name, *p); rule != "" {
+			bad(name, "%s", rule)
+		}
 		return *p
 	}
-	lm.MaxRunning = count("max_running", l.MaxRunning, "must be >= 1 (to start none of the models, pause them)")
-	lm.MaxStarts = count("max_starts", l.MaxStarts, "must be >= 1 (to start none of the models, pause them)")
-	lm.Burst = count("burst", l.Burst, fmt.Sprintf("must be from 1 to %d", refresh.MaxRateBurst))
+	lm.MaxRunning = count("max_running", l.MaxRunning)
+	lm.MaxStarts = count("max_starts", l.MaxStarts)
+	lm.Burst = count("burst", l.Burst)
 	if l.Per != "" {
 		d, err := refresh.ParseDuration(l.Per)
 		if err != nil {

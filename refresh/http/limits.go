@@ -3,7 +3,6 @@ package http
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -96,14 +95,14 @@ func (s *Server) handlePutLimit(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(v, n) != nil {
 			return "must be an integer, got " + short(v)
 		}
-		if rule := LimitNumberRule(name, *n); rule != "" {
+		if rule := refresh.LimitNumberRule(name, *n); rule != "" {
 			return rule
 		}
 		set[name] = true
 		return ""
 	})
 	if err == nil && !set["max_running"] && !set["max_starts"] {
-		err = invalid("max_running", LimitMissingRule)
+		err = invalid("max_running", refresh.LimitMissingRule)
 	}
 	if err != nil {
 		s.Error(w, r, err)
@@ -115,24 +114,6 @@ func (s *Server) handlePutLimit(w http.ResponseWriter, r *http.Request) {
 	}
 	s.svc.WakeScheduler() // a higher limit frees slots and starts
 	writeJSON(w, http.StatusOK, l)
-}
-
-// LimitMissingRule is the rule, of field max_running, of a limit that sets
-// neither max_running nor max_starts.
-const LimitMissingRule = "missing, as is max_starts: a limit sets max_running, max_starts with per, or both"
-
-// LimitNumberRule returns the rule that n, given for member name
-// (max_running, max_starts or burst) of a limit, breaks, or "": a number
-// given is a bound, so 0 is refused rather than read as unset. The
-// dashboard's form of a limit checks its numbers with it too.
-func LimitNumberRule(name string, n int) string {
-	switch {
-	case name == "burst" && n < 1:
-		return fmt.Sprintf("must be from 1 to %d, got %d", refresh.MaxRateBurst, n)
-	case n < 1:
-		return fmt.Sprintf("must be >= 1 (to start none of the models, pause them), got %d", n)
-	}
-	return ""
 }
 
 // handleDeleteLimit removes the limit of the path: 204.

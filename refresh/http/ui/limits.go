@@ -7,12 +7,11 @@ import (
 	"strings"
 
 	"github.com/freshen-dev/freshen/refresh"
-	refreshhttp "github.com/freshen-dev/freshen/refresh/http"
 )
 
 // The limits page lists the limits as GET /limits does, and lets an admin
 // set and delete them as PUT and DELETE /limits/{kind}/{key} do: the same
-// store calls, the same rules (refreshhttp.LimitNumberRule, then
+// store calls, the same rules (refresh.LimitNumberRule, then
 // refresh.CheckLimit in the store), the same wake-up of the scheduler. As
 // the API, it needs a token without a prefix: a limit concerns more than
 // one tenant's models.
@@ -120,7 +119,7 @@ func (h *Handler) handleLimitsAct(w http.ResponseWriter, r *http.Request, v *vie
 
 // limit reads f as the API reads the body of PUT /limits/{kind}/{key}: a
 // member left empty is left out; a number given must be an integer at
-// least 1 (burst at most 10,000: refreshhttp.LimitNumberRule); per a
+// least 1 (burst at most 10,000: refresh.LimitNumberRule); per a
 // duration; max_running or max_starts must be given. The store checks the
 // rest (refresh.CheckLimit).
 func (f limitForm) limit() (refresh.Limit, fieldErrors) {
@@ -139,7 +138,7 @@ func (f limitForm) limit() (refresh.Limit, fieldErrors) {
 			errs.add(n.name, "must be an integer, got "+strconv.Quote(shorten(text, 40)))
 			continue
 		}
-		if rule := refreshhttp.LimitNumberRule(n.name, v); rule != "" {
+		if rule := refresh.LimitNumberRule(n.name, v); rule != "" {
 			errs.add(n.name, rule)
 			continue
 		}
@@ -153,7 +152,7 @@ func (f limitForm) limit() (refresh.Limit, fieldErrors) {
 		l.Per = d
 	}
 	if len(errs) == 0 && l.MaxRunning == 0 && l.MaxStarts == 0 {
-		errs.add("max_running", refreshhttp.LimitMissingRule)
+		errs.add("max_running", refresh.LimitMissingRule)
 	}
 	return l, errs
 }
