@@ -400,10 +400,10 @@ func TestWorkerDropsRevokedJob(t *testing.T) {
 	})
 }
 
-// A running job whose attempt is revoked has its context cancelled within
-// a second, with the reason as the cause; its outcome is still sent. The
-// worker asks every 100ms rather than every 500ms, so that a machine busy
-// with other tests still leaves the bound room.
+// A running job whose attempt is revoked has its context cancelled at the
+// worker's next check, RevokedCheck after the last, with the reason as the
+// cause; its outcome is still sent. The clock is virtual, so the bound is
+// the check's interval, whatever else the machine is doing.
 func TestWorkerStopsRevokedJob(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
@@ -418,24 +418,33 @@ func TestWorkerStopsRevokedJob(t *testing.T) {
 			t.Run(tc.reason, func(t *testing.T) {
 				started := make(chan refresh.Job, 1)
 				cause := make(chan error, 1)
-				wb := startWorker(t, b, WorkerOptions{Clock: refresh.SystemClock{}, RevokedCheck: 100 * time.Millisecond}, func(ctx context.Context, job Job) error {
+				ended := make(chan struct{}) // lets the handler go if the test fails
+				wb := startWorker(t, b, WorkerOptions{}, func(ctx context.Context, job Job) error {
 					started <- job.Job
-					<-ctx.Done()
+					select {
+					case <-ctx.Done():
+					case <-ended:
+					}
 					cause <- context.Cause(ctx)
 					return ctx.Err()
 				})
+				t.Cleanup(func() { close(ended) })
+				// The heartbeat and revocation loops sleep until the
+				// clock moves, which it does only below.
+				waitFor(t, func() bool { return wb.clock.Waiters() == 2 })
 				wb.push(t, wb.job("m-"+tc.reason))
 				job := <-started
-				revokedAt := time.Now()
 				require.NoError(t, wb.sched.Revoke(context.Background(), []refresh.Revocation{
 					{ModelID: job.ModelID, AttemptUID: job.AttemptUID, Reason: tc.reason, DeadlineAt: job.DeadlineAt}}))
+				wb.clock.Advance(DefaultRevokedCheck - time.Millisecond)
+				require.Empty(t, cause, "stopped before the check")
+				wb.clock.Advance(time.Millisecond)
 				var got error
 				select {
 				case got = <-cause:
-				case <-time.After(5 * time.Second):
-					t.Fatal("handler not stopped within 5s")
+				case <-time.After(10 * time.Second):
+					t.Fatal("handler not stopped at the check")
 				}
-				require.Less(t, time.Since(revokedAt), time.Second)
 				require.ErrorIs(t, got, tc.cause)
 				require.ErrorIs(t, got, ErrRevoked)
 				out := wb.receive(t, 1)

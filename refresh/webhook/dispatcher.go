@@ -80,7 +80,7 @@ type Config struct {
 	// math/rand/v2.Float64).
 	RandFunc func() float64
 	// SentFunc, if set, is called after each send's result is recorded
-	// (or found claimed by another); tests wait on it.
+	// (or found claimed by another) and its slot freed; tests wait on it.
 	SentFunc func(Sent)
 	// PassedFunc, if set, is called after each pass of Start.
 	PassedFunc func(Result, error)
@@ -283,6 +283,16 @@ func (d *Dispatcher) runOnce(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// freeSlot ends a send to endpoint: the next pass may claim another. It
+// comes before SentFunc, so that whoever hears of a send finds its slot
+// free.
+func (d *Dispatcher) freeSlot(endpoint string) {
+	d.mu.Lock()
+	d.inFlight[endpoint]--
+	d.mu.Unlock()
+	d.Wake()
+}
+
 // maxErrorBody bounds how much of a failed answer's body is kept.
 const maxErrorBody = 512
 
@@ -290,15 +300,10 @@ const maxErrorBody = 512
 // first.
 func (d *Dispatcher) send(ctx context.Context, dl refresh.Delivery) {
 	defer d.sends.Done()
-	defer func() {
-		d.mu.Lock()
-		d.inFlight[dl.Endpoint]--
-		d.mu.Unlock()
-		d.Wake()
-	}()
 	ep := d.endpoints[dl.Endpoint]
 	status, sendErr := d.post(ctx, ep, dl)
 	if ctx.Err() != nil {
+		d.freeSlot(dl.Endpoint)
 		return // the lease makes it due again
 	}
 	now := d.cfg.Clock.Now()
@@ -331,6 +336,7 @@ func (d *Dispatcher) send(ctx context.Context, dl refresh.Delivery) {
 		d.cfg.Metrics.Failed.WithLabelValues(dl.Endpoint).Inc()
 		log.Error("webhook delivery given up", "err", r.Error, "age", now.Sub(dl.CreatedAt).String())
 	}
+	d.freeSlot(dl.Endpoint)
 	if d.cfg.SentFunc != nil {
 		d.cfg.SentFunc(Sent{Delivery: dl, Result: r, Recorded: err == nil && ok, Err: err})
 	}

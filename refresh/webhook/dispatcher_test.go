@@ -301,6 +301,11 @@ func TestWebhookSlowEndpointDoesNotStallOthers(t *testing.T) {
 		inFlight.Add(-1)
 		return 200
 	})
+	// Cleanups run last first: the hanging sends are released before the
+	// receiver closes, so a failure below shows instead of a hang.
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
 	fastRcv := newReceiver(t, func(string, int) int { return 200 })
 	slow, fast := slowRcv.endpoint("slow", refresh.LifecycleStarted), fastRcv.endpoint("fast", refresh.LifecycleStarted)
 	slow.Prefix, fast.Prefix = "s", "f"
@@ -335,12 +340,12 @@ func TestWebhookSlowEndpointDoesNotStallOthers(t *testing.T) {
 	for range 2 {
 		select {
 		case <-arrived:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("a send to the slow endpoint never arrived")
 		}
 	}
 	require.Equal(t, int64(2), most.Load(), "the slow endpoint has at most MaxInFlight sends at once")
-	close(release)
+	unblock()
 	wait(t, sent, 2)
 	r, err := d.runOnce(ctx)
 	require.NoError(t, err)
