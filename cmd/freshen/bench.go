@@ -247,9 +247,14 @@ func benchFigures(ctx context.Context, b *bench.Bench, cfg benchConfig, out io.W
 	benchRow(out, "peak RSS of freshen serve (VmHWM)", benchMB(lt.PeakRSS), fmt.Sprintf("<= %s", benchMB(targetRSS)), lt.PeakRSS <= targetRSS)
 	fmt.Fprintf(out, "  (%d starts measured, due from %.1fs into the run; %d due in the window did not start)\n",
 		lt.Measured, lt.Skipped.Seconds(), lt.Missed)
-	fmt.Fprintf(out, "  (the server meanwhile: %d checkpoints, %s of WAL, %d full-page images)\n",
-		lt.WAL.Checkpoints, benchMB(lt.WAL.Bytes), lt.WAL.FullPages)
+	fmt.Fprintf(out, "  (the server meanwhile: %s)\n", benchWAL(lt.WAL))
 	return nil
+}
+
+// benchWAL says what the server wrote in a span.
+func benchWAL(w bench.WALActivity) string {
+	return fmt.Sprintf("%d checkpoints (%d requested by WAL volume), %s of WAL, %d full-page images",
+		w.Checkpoints, w.Requested, benchMB(w.Bytes), w.FullPages)
 }
 
 // runBenchE2E is `freshen bench e2e`: N models due at once, a freshen serve

@@ -104,6 +104,7 @@ func printSoakSample(out io.Writer, s bench.SoakSample) {
 		parts[i] = fmt.Sprintf("%s %d live, %d dead, %d autovacuums, %d autoanalyzes", t.Name, t.Live, t.Dead, t.Autovacuums, t.Autoanalyzes)
 	}
 	fmt.Fprintf(out, "  pg_stat_user_tables: %s\n", strings.Join(parts, "; "))
+	fmt.Fprintf(out, "  the server: %s\n", benchWAL(s.WAL))
 }
 
 // printSoak prints the summary of a soak run, then its RESULT line.

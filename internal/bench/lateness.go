@@ -83,9 +83,13 @@ type LatenessResult struct {
 }
 
 // WALActivity is the difference of the server's checkpoint and WAL
-// counters (pg_stat_bgwriter, pg_stat_wal) over a span.
+// counters (pg_stat_bgwriter, pg_stat_wal) over a span. Requested counts
+// the checkpoints among Checkpoints that the server started because its
+// WAL reached max_wal_size rather than at checkpoint_timeout: each one
+// makes the next write of every page a full-page image.
 type WALActivity struct {
 	Checkpoints int64
+	Requested   int64
 	Bytes       int64
 	FullPages   int64
 }
@@ -93,12 +97,19 @@ type WALActivity struct {
 // walCounters reads the server's checkpoint and WAL counters.
 func walCounters(ctx context.Context, pool *pgxpool.Pool) (WALActivity, error) {
 	var w WALActivity
-	err := pool.QueryRow(ctx, `SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter),
-		wal_bytes::bigint, wal_fpi FROM pg_stat_wal`).Scan(&w.Checkpoints, &w.Bytes, &w.FullPages)
+	err := pool.QueryRow(ctx, `SELECT checkpoints_timed + checkpoints_req, checkpoints_req,
+		(SELECT wal_bytes::bigint FROM pg_stat_wal), (SELECT wal_fpi FROM pg_stat_wal)
+		FROM pg_stat_bgwriter`).Scan(&w.Checkpoints, &w.Requested, &w.Bytes, &w.FullPages)
 	if err != nil {
 		return w, fmt.Errorf("read WAL counters: %w", err)
 	}
 	return w, nil
+}
+
+// since returns the activity from before to w.
+func (w WALActivity) since(before WALActivity) WALActivity {
+	return WALActivity{Checkpoints: w.Checkpoints - before.Checkpoints, Requested: w.Requested - before.Requested,
+		Bytes: w.Bytes - before.Bytes, FullPages: w.FullPages - before.FullPages}
 }
 
 // Lateness loads Models models, Rate of them due per second, runs freshen
@@ -185,8 +196,7 @@ func (b *Bench) Lateness(ctx context.Context, cfg LatenessConfig) (LatenessResul
 	if err != nil {
 		return res, err
 	}
-	res.WAL = WALActivity{Checkpoints: walAfter.Checkpoints - walBefore.Checkpoints,
-		Bytes: walAfter.Bytes - walBefore.Bytes, FullPages: walAfter.FullPages - walBefore.FullPages}
+	res.WAL = walAfter.since(walBefore)
 	if err := serve.stop(); err != nil {
 		return res, err
 	}

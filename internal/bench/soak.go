@@ -129,6 +129,9 @@ type SoakSample struct {
 	Relations                   []Relation
 	Tables                      []TableStats
 	TotalBytes                  int64 // of every relation in Relations
+	// WAL is what the server wrote in the interval: checkpoints (those
+	// its WAL volume requested too), WAL bytes and full-page images.
+	WAL WALActivity
 }
 
 // Relation is a table or an index and its size in bytes (a table's
@@ -242,6 +245,10 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		b.logf("soak: setup ended %s after the first models were due: the first sample starts late", now.Sub(t0).Round(time.Millisecond))
 	}
 
+	wal, err := walCounters(ctx, pool)
+	if err != nil {
+		return res, err
+	}
 	for at := cfg.Interval; at <= cfg.Duration; at += cfg.Interval {
 		select {
 		case <-b.clock.After(t0.Add(at).Sub(b.clock.Now())):
@@ -257,6 +264,11 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 			return res, err
 		}
 		s.At = at
+		walNow, err := walCounters(ctx, pool)
+		if err != nil {
+			return res, err
+		}
+		s.WAL, wal = walNow.since(wal), walNow
 		res.Samples = append(res.Samples, s)
 		if cfg.OnSample != nil {
 			cfg.OnSample(s)
