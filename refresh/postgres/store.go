@@ -53,9 +53,6 @@ type Store struct {
 	held heldCache
 	// events are the lifecycle names written to the outbox (SetEvents).
 	events refresh.EventNames
-	// floor is where a claim without limits starts its scan of the due
-	// models (see claimFloor).
-	floor claimFloor
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -536,11 +533,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	h := s.held.get()
 	var err error
 	if h.empty() {
-		if from := s.floor.next(); !from.IsZero() {
-			err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition+` AND due_at >= $1`, from).Scan(&next)
-		} else {
-			err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next)
-		}
+		err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next)
 	} else {
 		err = s.pool.QueryRow(ctx, nextDueHeldSQL, h.kinds, h.keys, h.tenants, h.until).Scan(&next)
 	}
@@ -553,20 +546,12 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return next.UTC(), true, nil
 }
 
-// claimSQL claims the due models that do not wait, by due_at then id;
-// claimFromSQL those due from $3 on (see claimFloor).
-const (
-	claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
+// claimSQL claims the due models that do not wait, by due_at then id.
+const claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 	WHERE due_at <= $1 AND NOT waiting_for_slot
 	ORDER BY due_at, id
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
-	claimFromSQL = `SELECT ctid, ` + modelColumns + ` FROM models
-	WHERE due_at <= $1 AND due_at >= $3 AND NOT waiting_for_slot
-	ORDER BY due_at, id
-	LIMIT $2
-	FOR UPDATE SKIP LOCKED`
-)
 
 // ClaimDue locks up to limit due models that do not wait for a slot,
 // skipping those another transaction holds, earliest due_at first (then
@@ -582,7 +567,7 @@ const (
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []refresh.Model, slots refresh.Slots) (refresh.Batch, error)) (_ int, err error) {
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(due []refresh.Model, slots refresh.Slots) (refresh.Batch, error)) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
@@ -597,17 +582,11 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return err
 	}
 	var tx *tx
-	var from time.Time
-	var gen uint64
 	if limited {
 		tx, err = s.beginClaimLimited(ctx, now, limit, collect)
 	} else {
 		s.held.set(held{})
-		if from, gen = s.floor.bound(now); from.IsZero() {
-			tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit)
-		} else {
-			tx, err = s.beginQuery(ctx, nil, collect, claimFromSQL, now, limit, from)
-		}
+		tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit)
 	}
 	if err != nil {
 		return 0, storeError("claim due models", err)
@@ -620,19 +599,6 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		}
 	}
 	due := locked.models
-	if !limited {
-		// Every unlocked model due up to now, or up to the last one
-		// claimed in a full batch, is now claimed.
-		upTo := now
-		if len(due) == limit {
-			upTo = due[len(due)-1].DueAt()
-		}
-		defer func() {
-			if err == nil {
-				s.floor.raise(upTo.Add(-floorMargin), gen)
-			}
-		}()
-	}
 	if len(due) == 0 {
 		return 0, nil
 	}
@@ -641,7 +607,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return len(due), err
 	}
 	// Without BeforeCommitFunc the commit goes with the writes.
-	if err := write(ctx, tx, locked, b, s.events, &s.floor); err != nil {
+	if err := write(ctx, tx, locked, b, s.events); err != nil {
 		return len(due), storeError("claim due models", err)
 	}
 	if b.BeforeCommitFunc != nil {
@@ -719,7 +685,7 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 	if err != nil {
 		return err
 	}
-	if err := write(ctx, tx, locked, b, s.events, &s.floor); err != nil {
+	if err := write(ctx, tx, locked, b, s.events); err != nil {
 		if errors.Is(err, errCreated) {
 			return err
 		}

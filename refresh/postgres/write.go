@@ -135,8 +135,7 @@ func dueAt(m refresh.Model) time.Time {
 // one wins. The batch's events go to the outbox (queueEvents: those that
 // names and the Publisher need, in one row), its starts to the logs of
 // their rate limits (queueStarts). If a written
-// model can become due earlier than before, write notifies NotifyChannel
-// (and drops floor if the model is due below it).
+// model can become due earlier than before, write notifies NotifyChannel.
 //
 // History rows: the end of an attempt inserts its row (or completes the row
 // written at its start). A start writes no row when the model written holds
@@ -144,7 +143,7 @@ func dueAt(m refresh.Model) time.Time {
 // is the model's own, and History shows it from there until its end writes
 // the row, in the same transaction as the model change that ends it. Any
 // other start inserts its row.
-func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, names refresh.EventNames, floor *claimFloor) error {
+func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, names refresh.EventNames) error {
 	locked := held.models
 	changes := batch.Changes
 	// Without a hook to call before the commit, the commit goes with the
@@ -221,7 +220,6 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 		}
 		if next, prev := dueAt(c.Model), dueAt(old); !next.IsZero() && (prev.IsZero() || next.Before(prev)) {
 			notify = true
-			floor.lower(next)
 		}
 	}
 	if len(cycles) > 0 {
