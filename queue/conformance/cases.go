@@ -255,7 +255,7 @@ func caseHeartbeat(c *caseEnv) (string, error) {
 }
 
 // caseRevoke: a cancel or a trigger revokes the running attempt; the
-// handler is stopped and its outcome arrives within RevokeWithin.
+// handler is stopped and its outcome arrives within Config.RevokeWithin.
 func caseRevoke(c *caseEnv, action string) (string, error) {
 	m, _, err := c.sleeper(30)
 	if err != nil {
@@ -275,8 +275,8 @@ func caseRevoke(c *caseEnv, action string) (string, error) {
 		return "", errors.New("the attempt was not revoked (the kit's own fault)")
 	}
 	took := o.ArrivedAt.Sub(at)
-	if took > RevokeWithin {
-		return "", fmt.Errorf("the revoked job's outcome arrived %s after the revocation, want at most %s", took.Round(time.Millisecond), RevokeWithin)
+	if took > c.k.cfg.RevokeWithin {
+		return "", fmt.Errorf("the revoked job's outcome arrived %s after the revocation, want at most %s", took.Round(time.Millisecond), c.k.cfg.RevokeWithin)
 	}
 	if action == refresh.ActionTrigger {
 		// The new attempt runs.
@@ -291,7 +291,7 @@ func caseRevoke(c *caseEnv, action string) (string, error) {
 }
 
 // caseDeadline: a job still running at its deadline is stopped: its
-// outcome arrives within RevokeWithin of the deadline, and the scheduler
+// outcome arrives within Config.RevokeWithin of the deadline, and the scheduler
 // has recorded a timeout.
 func caseDeadline(c *caseEnv) (string, error) {
 	if _, err := c.start("a"); err != nil {
@@ -321,8 +321,8 @@ func caseDeadline(c *caseEnv) (string, error) {
 		return "", err
 	}
 	took := o.ArrivedAt.Sub(deadline)
-	if took > RevokeWithin {
-		return "", fmt.Errorf("the outcome arrived %s after the deadline, want at most %s", took.Round(time.Millisecond), RevokeWithin)
+	if took > c.k.cfg.RevokeWithin {
+		return "", fmt.Errorf("the outcome arrived %s after the deadline, want at most %s", took.Round(time.Millisecond), c.k.cfg.RevokeWithin)
 	}
 	m, err = c.model(id, 5*time.Second, "timeout applied", func(m refresh.Model) bool { return m.LastError != nil })
 	if err != nil {
