@@ -2,6 +2,7 @@ package memory
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/freshen-dev/freshen/refresh"
@@ -32,13 +33,7 @@ func (r rateLogs) window(l refresh.Limit, now time.Time) []refresh.RateStarts {
 // at the start appended.
 func (r rateLogs) add(limits map[[2]string]refresh.Limit, starts []refresh.LimitStarts) {
 	for _, st := range starts {
-		var l refresh.Limit
-		for _, c := range limits {
-			if c.Name() == st.Limit {
-				l = c
-				break
-			}
-		}
+		l, _ := limitNamed(limits, st.Limit)
 		if !l.Rated() || st.N <= 0 {
 			continue
 		}
@@ -59,11 +54,15 @@ type turns map[string]string
 // limits among limits that they name.
 func (t turns) add(limits map[[2]string]refresh.Limit, starts []refresh.LimitStarts) {
 	for _, st := range starts {
-		for _, l := range limits {
-			if l.Name() == st.Limit {
-				t[st.Limit] = st.Tenant
-				break
-			}
+		if _, ok := limitNamed(limits, st.Limit); ok {
+			t[st.Limit] = st.Tenant
 		}
 	}
+}
+
+// limitNamed returns the limit among limits whose Name is name.
+func limitNamed(limits map[[2]string]refresh.Limit, name string) (refresh.Limit, bool) {
+	kind, key, _ := strings.Cut(name, ":") // a kind has no colon
+	l, ok := limits[[2]string{kind, key}]
+	return l, ok
 }
