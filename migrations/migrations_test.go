@@ -88,7 +88,7 @@ func TestMigrateTwice(t *testing.T) {
 	current, _, err = migrations.Version(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, latest, current)
-	require.Equal(t, []string{"attempt_history", "attempts", "audit", "dashboard_sessions", "limit_starts", "limits", "models", "outbox", "schema_version", "webhook_deliveries"}, tables(t, conn))
+	require.Equal(t, []string{"attempt_history", "attempts", "audit", "dashboard_sessions", "limit_starts", "limits", "models", "outbox", "policies", "schema_version", "webhook_deliveries"}, tables(t, conn))
 
 	// The search_path survives tern's RESET ALL: the tables are in the
 	// test's schema, and the session still sees them.
@@ -373,5 +373,42 @@ func TestLimitTurnsDown(t *testing.T) {
 	require.Equal(t, 2, n)
 	_, err = conn.Exec(ctx, `SELECT turn FROM limits`)
 	require.ErrorContains(t, err, "turn")
+	require.NoError(t, migrations.Migrate(ctx, conn))
+}
+
+// Migration 15 stores each distinct policy once, the models keeping theirs;
+// going back puts every policy on its models again.
+func TestPoliciesDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	migrateDown(t, conn, 14)
+	_, err := conn.Exec(ctx, `INSERT INTO models (id, created_at, policy) VALUES
+		('a', now(), '{"timeout": "1h"}'), ('b', now(), '{"timeout":"1h"}'), ('c', now(), '{"timeout": "2h"}'), ('d', now(), DEFAULT)`)
+	require.NoError(t, err)
+	require.NoError(t, migrations.Migrate(ctx, conn))
+
+	policies := func(query string) []string {
+		rows, err := conn.Query(ctx, query)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return got
+	}
+	require.Equal(t, []string{`{"timeout": "1h"}`, `{"timeout": "2h"}`, `{}`},
+		policies(`SELECT policy::text FROM policies ORDER BY policy::text`), "equal policies share a row")
+	_, err = conn.Exec(ctx, `INSERT INTO models (id, created_at) VALUES ('e', now())`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO models (id, created_at, policy_id) VALUES ('f', now(), freshen_policy_id('{"timeout": "3h"}'))`)
+	require.NoError(t, err)
+	want := []string{`a {"timeout": "1h"}`, `b {"timeout": "1h"}`, `c {"timeout": "2h"}`, `d {}`, `e {}`, `f {"timeout": "3h"}`}
+	require.Equal(t, want, policies(`SELECT m.id || ' ' || p.policy::text FROM models m JOIN policies p ON p.id = m.policy_id ORDER BY m.id`))
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM policies`).Scan(&n))
+	require.Equal(t, 4, n)
+
+	migrateDown(t, conn, 14)
+	require.Equal(t, want, policies(`SELECT id || ' ' || policy::text FROM models ORDER BY id`))
+	require.NotContains(t, tables(t, conn), "policies")
 	require.NoError(t, migrations.Migrate(ctx, conn))
 }

@@ -23,10 +23,10 @@ func seed(b *testing.B, pool *pgxpool.Pool) {
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, `TRUNCATE attempts, models`)
 	require.NoError(b, err)
-	_, err = pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
+	_, err = pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at)
 		SELECT 'model-' || lpad(i::text, 6, '0'), 'tables', '{"input_url": "https://example.com/a.csv"}',
-			'{"schedule": "FREQ=DAILY;BYHOUR=6,16", "timeout": "1h", "retry": {"delays": ["1m", "5m"], "jitter": 0},
-			  "on_exhausted": "disable", "disabled_message": "Refresh disabled"}',
+			(SELECT freshen_policy_id('{"schedule": "FREQ=DAILY;BYHOUR=6,16", "timeout": "1h", "retry": {"delays": ["1m", "5m"], "jitter": 0},
+			  "on_exhausted": "disable", "disabled_message": "Refresh disabled"}')),
 			$1::timestamptz, $1::timestamptz - i * interval '1 millisecond'
 		FROM generate_series(1, $2::int) AS i`, t0, benchModels)
 	require.NoError(b, err)
@@ -108,16 +108,16 @@ func BenchmarkClaimDueWaiting(b *testing.B) {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			bb := setup(b)
 			ctx := context.Background()
-			_, err := bb.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at, waiting_for_slot, waiting_limit)
-				SELECT 'model-' || lpad(i::text, 6, '0'), 'tables', '{}'::json, '{"timeout": "1h"}'::jsonb,
+			_, err := bb.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at, waiting_for_slot, waiting_limit)
+				SELECT 'model-' || lpad(i::text, 6, '0'), 'tables', '{}'::json, (SELECT freshen_policy_id('{"timeout": "1h"}')),
 					$1::timestamptz, $1::timestamptz - i * interval '1 millisecond', true, 'prefix:model-'
 				FROM generate_series(1, $2::int) AS i
 				UNION ALL
-				SELECT 'other-' || i, 'exports', '{}'::json, '{"timeout": "1h"}'::jsonb, $1::timestamptz, $1::timestamptz, true, 'prefix:other-'
+				SELECT 'other-' || i, 'exports', '{}'::json, (SELECT freshen_policy_id('{"timeout": "1h"}')), $1::timestamptz, $1::timestamptz, true, 'prefix:other-'
 				FROM generate_series(1, 10) AS i`, t0, n)
 			require.NoError(b, err)
-			_, err = bb.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at, attempt_uid, attempt_no, started_at, deadline_at)
-				SELECT 'model-r' || i, 'tables', '{}', '{"timeout": "1h"}', $1::timestamptz, $2::timestamptz, 'uid-' || i, 1, $1::timestamptz, $2::timestamptz
+			_, err = bb.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at, attempt_uid, attempt_no, started_at, deadline_at)
+				SELECT 'model-r' || i, 'tables', '{}', (SELECT freshen_policy_id('{"timeout": "1h"}')), $1::timestamptz, $2::timestamptz, 'uid-' || i, 1, $1::timestamptz, $2::timestamptz
 				FROM generate_series(1, 6) AS i`, t0, t0.Add(time.Hour))
 			require.NoError(b, err)
 			for _, l := range []refresh.Limit{{Kind: refresh.LimitPrefix, Key: "model-", MaxRunning: 7},

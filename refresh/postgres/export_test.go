@@ -26,3 +26,13 @@ func CurrentSetting(ctx context.Context, s *Store, name string) (alone, inTx str
 	defer t.rollback() // releases the connection after the commit
 	return alone, inTx, t.commit(ctx)
 }
+
+// CachedPolicies returns how many policies s holds decoded.
+func CachedPolicies(s *Store) int {
+	s.policies.mu.Lock()
+	defer s.policies.mu.Unlock()
+	return len(s.policies.m)
+}
+
+// MaxCachedPolicies is maxCachedPolicies.
+const MaxCachedPolicies = maxCachedPolicies

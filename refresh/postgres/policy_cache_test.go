@@ -1,115 +1,144 @@
-package postgres
+package postgres_test
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
-	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
 )
 
-// storedPolicy returns the stored JSON of the policy that input parses to.
-func storedPolicy(t *testing.T, input string) []byte {
+// parsedPolicy returns the policy that input parses to.
+func parsedPolicy(t *testing.T, input string) refresh.Policy {
 	t.Helper()
 	p, err := refresh.ParsePolicy([]byte(input), refresh.Limits{})
 	require.NoError(t, err)
-	b, err := json.Marshal(p)
-	require.NoError(t, err)
-	return b
+	return p
 }
 
-func TestPolicyCacheDecodesLikeUnmarshal(t *testing.T) {
+// putModels writes models in one batch.
+func putModels(t *testing.T, s *postgres.Store, models ...refresh.Model) {
+	t.Helper()
+	ids := make([]string, len(models))
+	changes := make([]refresh.Change, len(models))
+	for i, m := range models {
+		ids[i], changes[i] = m.ID, refresh.Change{Model: m}
+	}
+	require.NoError(t, s.Modify(context.Background(), ids, func([]refresh.Model) (refresh.Batch, error) {
+		return refresh.Batch{Changes: changes}, nil
+	}))
+}
+
+// Each distinct policy is stored once; every model reads back the policy
+// it was written with, from a store that has it cached and from one that
+// has not, and an edit that changes a policy moves the model to the new
+// one's row.
+func TestPoliciesStoredOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
 	inputs := []string{
 		`{}`,
 		`{"schedule": "FREQ=DAILY;BYHOUR=6,16", "timezone": "Europe/Paris", "timeout": "1h"}`,
 		`{"retry": {"delays": [], "non_retryable": []}}`,
 		`{"retry": {"backoff": {"strategy": "exponential", "base": "1m", "multiplier": 2, "max_retries": 3}, "align": false, "retry_on": ["http_503"]}}`,
 	}
-	var c policyCache
-	for _, in := range inputs {
-		data := storedPolicy(t, in)
-		var want refresh.Policy
-		require.NoError(t, json.Unmarshal(data, &want))
-		for range 2 { // a miss, then a hit
-			got, err := c.decode(data)
+	var models []refresh.Model
+	for i := range 12 {
+		m := model(fmt.Sprintf("p-%02d", i), t0)
+		m.Policy = parsedPolicy(t, inputs[i%len(inputs)])
+		models = append(models, m)
+	}
+	putModels(t, b.store, models...)
+	var rows int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM policies`).Scan(&rows))
+	require.Equal(t, len(inputs), rows)
+
+	fresh := postgres.New(b.pool) // nothing cached
+	for _, s := range []*postgres.Store{b.store, fresh, fresh} {
+		for _, want := range models {
+			got, err := s.Get(ctx, want.ID)
 			require.NoError(t, err)
-			require.Equal(t, want, got, in)
-			require.Equal(t, want.Retry.Delays == nil, got.Retry.Delays == nil, "nil and empty delays differ: %s", in)
-			require.Equal(t, want.Retry.NonRetryable == nil, got.Retry.NonRetryable == nil, in)
+			require.Equal(t, want.Policy, got.Policy, want.ID)
+			require.Equal(t, want.Policy.Retry.Delays == nil, got.Policy.Retry.Delays == nil, "nil and empty delays differ: %s", want.ID)
+			require.Equal(t, want.Policy.Retry.NonRetryable == nil, got.Policy.Retry.NonRetryable == nil, want.ID)
 		}
 	}
+	require.Equal(t, len(inputs), postgres.CachedPolicies(fresh))
+
+	edited := models[0]
+	edited.Policy = parsedPolicy(t, `{"timeout": "7m"}`)
+	putModels(t, b.store, edited)
+	got, err := fresh.Get(ctx, edited.ID)
+	require.NoError(t, err)
+	require.Equal(t, edited.Policy, got.Policy)
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM policies`).Scan(&rows))
+	require.Equal(t, len(inputs)+1, rows)
 }
 
+// A caller that changes the policy it read changes neither the cache nor
+// what others read.
 func TestPolicyCacheCopies(t *testing.T) {
-	var c policyCache
-	data := storedPolicy(t, `{"retry": {"backoff": {"strategy": "fixed", "base": "1m", "max_retries": 2}, "align": true, "retry_on": ["a"], "non_retryable": ["b"]}}`)
-	first, err := c.decode(data)
-	require.NoError(t, err)
-	want, err := c.decode(data)
-	require.NoError(t, err)
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	m := model("copies", t0)
+	m.Policy = parsedPolicy(t, `{"retry": {"backoff": {"strategy": "fixed", "base": "1m", "max_retries": 2}, "align": true, "retry_on": ["a"], "non_retryable": ["b"]}}`)
+	d := model("delays", t0)
+	d.Policy = parsedPolicy(t, `{"retry": {"delays": ["1m", "5m"]}}`)
+	putModels(t, b.store, m, d)
 
-	first.Retry.Backoff.Base = 0
-	*first.Retry.Align = false
-	first.Retry.RetryOn[0] = "changed"
-	first.Retry.NonRetryable[0] = "changed"
-	first.Retry.Delays = append(first.Retry.Delays, 1)
+	first, err := b.store.Get(ctx, m.ID)
+	require.NoError(t, err)
+	want, err := b.store.Get(ctx, m.ID)
+	require.NoError(t, err)
+	p := &first.Policy
+	p.Retry.Backoff.Base = 0
+	*p.Retry.Align = false
+	p.Retry.RetryOn[0] = "changed"
+	p.Retry.NonRetryable[0] = "changed"
+	p.Retry.Delays = append(p.Retry.Delays, 1)
+	again, err := b.store.Get(ctx, m.ID)
+	require.NoError(t, err)
+	require.Equal(t, want.Policy, again.Policy)
 
-	again, err := c.decode(data)
+	got, err := b.store.Get(ctx, d.ID)
 	require.NoError(t, err)
-	require.Equal(t, want, again)
-
-	delays := storedPolicy(t, `{"retry": {"delays": ["1m", "5m"]}}`)
-	d, err := c.decode(delays)
+	got.Policy.Retry.Delays[0] = 0
+	got, err = b.store.Get(ctx, d.ID)
 	require.NoError(t, err)
-	d.Retry.Delays[0] = 0
-	d, err = c.decode(delays)
-	require.NoError(t, err)
-	require.Equal(t, refresh.Duration(60e9), d.Retry.Delays[0])
+	require.Equal(t, refresh.Duration(60e9), got.Policy.Retry.Delays[0])
 }
 
+// A stored policy that does not decode fails the read that meets it and
+// is not cached; the cache stays
+// within its bound.
 func TestPolicyCacheErrorsAndBound(t *testing.T) {
-	var c policyCache
-	_, err := c.decode([]byte(`{"timeout": 5}`))
-	require.Error(t, err)
-	require.Empty(t, c.m, "a policy that does not decode is not remembered")
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	_, err := b.pool.Exec(ctx, `INSERT INTO models (id, queue, policy_id, created_at)
+		VALUES ('bad', 'q', (SELECT freshen_policy_id('{"timeout": 5}')), $1)`, t0)
+	require.NoError(t, err)
+	_, err = b.store.Get(ctx, "bad")
+	require.ErrorContains(t, err, `decode policy`)
+	require.Zero(t, postgres.CachedPolicies(b.store), "a policy that does not decode is not remembered")
 
-	for i := range maxCachedPolicies + 10 {
-		_, err := c.decode(storedPolicy(t, fmt.Sprintf(`{"timeout": "%ds"}`, i+1)))
-		require.NoError(t, err)
-		require.LessOrEqual(t, len(c.m), maxCachedPolicies)
+	var models []refresh.Model
+	for i := range postgres.MaxCachedPolicies + 10 {
+		m := model(fmt.Sprintf("t-%04d", i), t0)
+		m.Policy = parsedPolicy(t, fmt.Sprintf(`{"timeout": "%ds"}`, i+1))
+		models = append(models, m)
 	}
-}
-
-// TestClonePolicyCoversEveryReference fails when refresh.Policy gains a
-// field that can share memory (slice, map, pointer) that clonePolicy does
-// not copy: add it there, then here.
-func TestClonePolicyCoversEveryReference(t *testing.T) {
-	copied := map[string]bool{
-		"Retry.Delays": true, "Retry.RetryOn": true, "Retry.NonRetryable": true,
-		"Retry.Backoff": true, "Retry.Align": true,
+	putModels(t, b.store, models...)
+	list, err := b.store.List(ctx, refresh.Filter{Prefix: "t-", Limit: len(models)})
+	require.NoError(t, err)
+	require.Len(t, list, len(models))
+	for i, m := range list {
+		require.Equal(t, models[i].Policy, m.Policy, m.ID)
 	}
-	var walk func(prefix string, typ reflect.Type)
-	walk = func(prefix string, typ reflect.Type) {
-		for f := range typ.Fields() {
-			name := prefix + f.Name
-			switch f.Type.Kind() {
-			case reflect.Struct:
-				walk(name+".", f.Type)
-			case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func:
-				require.True(t, copied[name], "clonePolicy does not copy %s", name)
-				if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
-					for g := range f.Type.Elem().Fields() {
-						switch g.Type.Kind() {
-						case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
-							t.Errorf("clonePolicy copies %s shallowly but %s.%s is a reference", name, name, g.Name)
-						}
-					}
-				}
-			}
-		}
-	}
-	walk("", reflect.TypeFor[refresh.Policy]())
+	require.LessOrEqual(t, postgres.CachedPolicies(b.store), postgres.MaxCachedPolicies)
 }

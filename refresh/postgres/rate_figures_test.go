@@ -81,9 +81,9 @@ func tracedStore(t *testing.T, b bundle, st *statements) *postgres.Store {
 func seedDue(t *testing.T, b bundle, prefix string, n int, at time.Time, keys []string) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := b.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at, rate_key)
+	_, err := b.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at, rate_key)
 		SELECT $1 || lpad(i::text, 6, '0'), 'tables', '{"input_url": "https://example.com/a.csv"}',
-			'{"timeout": "1h", "retry": {"delays": ["1m"], "jitter": 0}, "on_exhausted": "disable"}',
+			(SELECT freshen_policy_id('{"timeout": "1h", "retry": {"delays": ["1m"], "jitter": 0}, "on_exhausted": "disable"}')),
 			$2::timestamptz - interval '1 day', $2::timestamptz - interval '1 hour' + i * interval '1 microsecond',
 			CASE WHEN cardinality($4::text[]) > 0 THEN ($4::text[])[1 + i % cardinality($4::text[])] END
 		FROM generate_series(1, $3::int) AS i`, prefix, at, n, keys)

@@ -219,5 +219,6 @@ func TestPassWithoutLimitsStatements(t *testing.T) {
 		words := strings.Fields(sql)
 		got = append(got, strings.Join(words[:min(3, len(words))], " "))
 	}
-	require.Equal(t, []string{"SELECT EXISTS (SELECT", "BEGIN", "SELECT ctid, id,", "UPDATE models AS", "INSERT INTO outbox", "COMMIT"}, got)
+	// The store is new: the models' policy is read once, after the claim.
+	require.Equal(t, []string{"SELECT EXISTS (SELECT", "BEGIN", "SELECT ctid, id,", "SELECT id, policy", "UPDATE models AS", "INSERT INTO outbox", "COMMIT"}, got)
 }

@@ -276,8 +276,7 @@ func (s *Store) claimForSlots(ctx context.Context, tx *tx, now time.Time, limit 
 	if err != nil {
 		return slots, err
 	}
-	locked.models = append(locked.models, more.models...)
-	locked.tids = append(locked.tids, more.tids...)
+	locked.add(more)
 	// A waiting model added may be covered by a limit that neither covers
 	// the batch nor has models waiting for it: read it too.
 	var kinds, keys []string

@@ -108,7 +108,7 @@ func (s *Store) Close() {
 
 // modelColumns are the columns of models that a Model is read from, in the
 // order of scanModel.
-const modelColumns = `id, queue, payload, policy, created_at, refresh_at, deadline_at,
+const modelColumns = `id, queue, payload, policy_id, created_at, refresh_at, deadline_at,
 	attempt_no, attempt_uid, started_at, consecutive_failures, failing_since,
 	last_success_at, last_error_kind, last_error_message, last_error_at,
 	disabled_at, disabled_reason, paused, status_message,
@@ -132,7 +132,7 @@ const dueCondition = `due_at IS NOT NULL AND NOT waiting_for_slot`
 type modelRow struct {
 	id, queue                                                     string
 	payload                                                       []byte
-	policy                                                        pgtype.DriverBytes
+	policyID                                                      int64
 	createdAt                                                     time.Time
 	refreshAt, deadlineAt, startedAt, failingSince, lastSuccessAt pgtype.Timestamptz
 	lastErrorAt, disabledAt                                       pgtype.Timestamptz
@@ -160,7 +160,7 @@ func newModelRow(withTID bool) *modelRow {
 	if withTID {
 		r.dest = append(r.dest, &r.tid)
 	}
-	r.dest = append(r.dest, &r.id, &r.queue, &r.payload, &r.policy, &r.createdAt, &r.refreshAt, &r.deadlineAt,
+	r.dest = append(r.dest, &r.id, &r.queue, &r.payload, &r.policyID, &r.createdAt, &r.refreshAt, &r.deadlineAt,
 		&r.attemptNo, &r.attemptUID, &r.startedAt, &r.consecutiveFailures, &r.failingSince,
 		&r.lastSuccessAt, &r.lastErrorKind, &r.lastErrorMessage, &r.lastErrorAt,
 		&r.disabledAt, &r.disabledReason, &r.paused, &r.statusMessage,
@@ -170,22 +170,19 @@ func newModelRow(withTID bool) *modelRow {
 	return r
 }
 
-// scan reads the current row of rows, decoding the policy with policies.
-func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (refresh.Model, error) {
+// scan reads the current row of rows, with its policy if policies has
+// it: cached reports whether it had (if not, the model's policy is
+// r.policyID's, for policyCache.fill).
+func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (m refresh.Model, cached bool, err error) {
 	r.payload, r.upstreams = nil, nil // a NULL leaves the destination as it is
 	if err := rows.Scan(r.dest...); err != nil {
-		return refresh.Model{}, err
+		return refresh.Model{}, false, err
 	}
-	m := refresh.Model{ID: r.id, Queue: r.queue, CreatedAt: r.createdAt.UTC()}
+	m = refresh.Model{ID: r.id, Queue: r.queue, CreatedAt: r.createdAt.UTC()}
 	if r.payload != nil {
 		m.Payload = json.RawMessage(r.payload)
 	}
-	// policy is the driver's buffer, valid until the next row: the cache
-	// keeps a copy of what it keeps.
-	var err error
-	if m.Policy, err = policies.decode(r.policy); err != nil {
-		return refresh.Model{}, fmt.Errorf("model %q: decode policy: %w", m.ID, err)
-	}
+	m.Policy, cached = policies.get(r.policyID)
 	m.RefreshAt = fromTimestamptz(r.refreshAt)
 	m.DeadlineAt = fromTimestamptz(r.deadlineAt)
 	m.AttemptNo = r.attemptNo
@@ -222,7 +219,7 @@ func (r *modelRow) scan(rows pgx.Rows, policies *policyCache) (refresh.Model, er
 	m.WaitingTenant = r.waitingTenant
 	m.WaitTooLong = r.waitTooLong
 	m.OffSchedule = r.offSchedule
-	return m, nil
+	return m, cached, nil
 }
 
 // fromTimestamptz returns t in UTC, or the zero time for NULL.
@@ -233,20 +230,29 @@ func fromTimestamptz(t pgtype.Timestamptz) time.Time {
 	return t.Time.UTC()
 }
 
-// collectModels reads every row of rows of modelColumns; size is the
-// number of rows expected at most.
-func collectModels(rows pgx.Rows, size int, policies *policyCache) ([]refresh.Model, error) {
+// collectModels reads every row of rows of modelColumns, then the
+// policies not cached from q (once rows are read); size is the number of
+// rows expected at most.
+func collectModels(ctx context.Context, q querier, rows pgx.Rows, size int, policies *policyCache) ([]refresh.Model, error) {
 	defer rows.Close()
 	out := make([]refresh.Model, 0, min(size, 1024))
+	var pending []pendingPolicy
 	row := newModelRow(false)
 	for rows.Next() {
-		m, err := row.scan(rows, policies)
+		m, cached, err := row.scan(rows, policies)
 		if err != nil {
 			return nil, err
 		}
+		if !cached {
+			pending = append(pending, pendingPolicy{len(out), row.policyID})
+		}
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, policies.fill(ctx, q, out, pending)
 }
 
 // lockedModels are the models a transaction holds, with their rows' ctids,
@@ -255,9 +261,29 @@ func collectModels(rows pgx.Rows, size int, policies *policyCache) ([]refresh.Mo
 type lockedModels struct {
 	models []refresh.Model
 	tids   []pgtype.TID
+	// pending are the models whose policies were not cached when they
+	// were read: until fillPolicies reads them, those models have none.
+	pending []pendingPolicy
 	// noPayload marks models read without their payload (TryModify):
 	// their updates leave the column as it is.
 	noPayload bool
+}
+
+// add appends the models of o to l.
+func (l *lockedModels) add(o lockedModels) {
+	for _, p := range o.pending {
+		p.index += len(l.models)
+		l.pending = append(l.pending, p)
+	}
+	l.models = append(l.models, o.models...)
+	l.tids = append(l.tids, o.tids...)
+}
+
+// fillPolicies reads the policies of l.pending in t, which holds l.
+func (s *Store) fillPolicies(ctx context.Context, t *tx, l *lockedModels) error {
+	err := s.policies.fill(ctx, t, l.models, l.pending)
+	l.pending = nil
+	return err
 }
 
 // payloadColumn is the position of payload in a row of ctid and
@@ -265,9 +291,11 @@ type lockedModels struct {
 const payloadColumn = 3
 
 // collectLocked reads the rows of rows of ctid and modelColumns; size is
-// the number of rows expected at most. With a budget, it stops at the
-// first row whose payload does not fit it: the rows after it are locked
-// but left out, and never decoded.
+// the number of rows expected at most. The policies that were not cached
+// are left pending (see fillPolicies): rows may be one result of a batch
+// still being read. With a budget, it stops at the first row whose payload
+// does not fit it: the rows after it are locked but left out, and never
+// decoded.
 func collectLocked(rows pgx.Rows, size int, policies *policyCache, budget *refresh.PayloadBudget) (lockedModels, error) {
 	defer rows.Close()
 	n := min(size, 1024)
@@ -277,9 +305,12 @@ func collectLocked(rows pgx.Rows, size int, policies *policyCache, budget *refre
 		if budget != nil && !budget.Take(len(rows.RawValues()[payloadColumn])) {
 			break
 		}
-		m, err := row.scan(rows, policies)
+		m, cached, err := row.scan(rows, policies)
 		if err != nil {
 			return lockedModels{}, err
+		}
+		if !cached {
+			l.pending = append(l.pending, pendingPolicy{len(l.models), row.policyID})
 		}
 		l.models = append(l.models, m)
 		l.tids = append(l.tids, row.tid)
@@ -311,7 +342,7 @@ func (s *Store) Get(ctx context.Context, id string) (refresh.Model, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+modelColumns+` FROM models WHERE id = $1`, id)
 	var found []refresh.Model
 	if err == nil {
-		found, err = collectModels(rows, 1, &s.policies)
+		found, err = collectModels(ctx, s.pool, rows, 1, &s.policies)
 	}
 	if err != nil {
 		return refresh.Model{}, storeError(fmt.Sprintf("get model %q", id), err)
@@ -355,7 +386,7 @@ func (s *Store) List(ctx context.Context, f refresh.Filter) ([]refresh.Model, er
 	if err != nil {
 		return nil, storeError("list models", err)
 	}
-	models, err := collectModels(rows, limit, &s.policies)
+	models, err := collectModels(ctx, s.pool, rows, limit, &s.policies)
 	if err != nil {
 		return nil, storeError("list models", err)
 	}
@@ -598,6 +629,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 			return 0, storeError("claim models waiting for a slot", err)
 		}
 	}
+	if err := s.fillPolicies(ctx, tx, &locked); err != nil {
+		return 0, storeError("claim due models", err)
+	}
 	due := locked.models
 	if len(due) == 0 {
 		return 0, nil
@@ -673,6 +707,9 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 		return storeError("modify models", err)
 	}
 	defer tx.rollback() // a no-op after the commit
+	if err := s.fillPolicies(ctx, tx, &locked); err != nil {
+		return storeError("modify models", err)
+	}
 	locked.noPayload = skipLocked
 
 	var busy []string

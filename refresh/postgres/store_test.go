@@ -207,8 +207,8 @@ func TestClaimDueBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	_, err := b.pool.Exec(ctx, `INSERT INTO models (id, queue, policy, created_at, refresh_at)
-		SELECT 'm' || lpad(i::text, 5, '0'), 'q', '{}', $1::timestamptz, $1::timestamptz - i * interval '1 second'
+	_, err := b.pool.Exec(ctx, `INSERT INTO models (id, queue, created_at, refresh_at)
+		SELECT 'm' || lpad(i::text, 5, '0'), 'q', $1::timestamptz, $1::timestamptz - i * interval '1 second'
 		FROM generate_series(1, 2500) AS i`, t0)
 	require.NoError(t, err)
 

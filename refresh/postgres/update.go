@@ -64,7 +64,7 @@ var columnSQL = [numColumns]struct {
 }{
 	colQueue:               {[]string{"text[]"}, []string{"queue"}, []string{"queue = u.queue"}},
 	colPayload:             {[]string{"text[]"}, []string{"payload"}, []string{"payload = u.payload::json"}},
-	colPolicy:              {[]string{"text[]"}, []string{"policy"}, []string{"policy = u.policy::jsonb"}},
+	colPolicy:              {[]string{"text[]"}, []string{"policy"}, []string{"policy_id = freshen_policy_id(u.policy::jsonb)"}},
 	colCreatedAt:           {[]string{"timestamptz[]"}, []string{"created_at"}, []string{"created_at = u.created_at"}},
 	colRefreshAt:           {[]string{"timestamptz[]"}, []string{"refresh_at"}, []string{"refresh_at = u.refresh_at"}},
 	colDeadlineAt:          {[]string{"timestamptz[]"}, []string{"deadline_at"}, []string{"deadline_at = u.deadline_at"}},

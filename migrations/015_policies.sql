@@ -1,0 +1,51 @@
+-- policies holds each distinct policy once; a model refers to its own by
+-- policy_id. Models mostly share a few policies, and a policy repeated on
+-- every row was about 300 bytes of each (docs/deployment.md). A row is
+-- found by digest, the SHA-256 of the policy's text as jsonb writes it
+-- (the same for equal policies). A row is never changed or deleted, so
+-- a reader may keep what it read of an id for as long as it likes.
+CREATE TABLE policies (
+    id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    digest bytea  NOT NULL UNIQUE,
+    policy jsonb  NOT NULL
+);
+
+-- freshen_policy_id returns the id of policy p, adding its row if there
+-- is none. A row another transaction adds meanwhile is waited for and
+-- read once it commits (each statement of the function reads what has
+-- committed when it starts).
+CREATE FUNCTION freshen_policy_id(p jsonb) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    d bytea := sha256(convert_to(p::text, 'UTF8'));
+    r bigint;
+BEGIN
+    SELECT id INTO r FROM policies WHERE digest = d;
+    IF r IS NULL THEN
+        INSERT INTO policies (digest, policy) VALUES (d, p)
+            ON CONFLICT (digest) DO NOTHING RETURNING id INTO r;
+        IF r IS NULL THEN
+            SELECT id INTO r FROM policies WHERE digest = d;
+        END IF;
+    END IF;
+    RETURN r;
+END
+$$;
+
+INSERT INTO policies (digest, policy)
+SELECT sha256(convert_to(p::text, 'UTF8')), p FROM (SELECT DISTINCT policy AS p FROM models) AS d;
+ALTER TABLE models ADD COLUMN policy_id bigint;
+UPDATE models m SET policy_id = p.id FROM policies p
+WHERE p.digest = sha256(convert_to(m.policy::text, 'UTF8'));
+ALTER TABLE models
+    ALTER COLUMN policy_id SET NOT NULL,
+    ALTER COLUMN policy_id SET DEFAULT freshen_policy_id('{}'),
+    DROP COLUMN policy;
+
+---- create above / drop below ----
+
+ALTER TABLE models ADD COLUMN policy jsonb NOT NULL DEFAULT '{}';
+UPDATE models m SET policy = p.policy FROM policies p WHERE p.id = m.policy_id;
+ALTER TABLE models DROP COLUMN policy_id;
+DROP FUNCTION freshen_policy_id(jsonb);
+DROP TABLE policies;
