@@ -163,8 +163,8 @@ func (e *env) insertDue(n int, q string) {
 	_, err = e.db.Exec(ctx, `CREATE TABLE IF NOT EXISTS due (id text PRIMARY KEY, due_at timestamptz NOT NULL)`)
 	require.NoError(e.t, err)
 	_, err = e.db.Exec(ctx, `WITH m AS (
-			INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-			SELECT 'm-' || lpad(i::text, 5, '0'), $1, json_build_object('n', i), $2::jsonb,
+			INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at)
+			SELECT 'm-' || lpad(i::text, 5, '0'), $1, json_build_object('n', i), (SELECT freshen_policy_id($2::jsonb)),
 				now(), now() - i * interval '1 microsecond'
 			FROM generate_series(1, $3::int) AS i
 			RETURNING id, refresh_at

@@ -132,8 +132,8 @@ sentinel failover-timeout %s 5000
 		require.NoError(t, err)
 		stored, err := json.Marshal(policy)
 		require.NoError(t, err)
-		_, err = e.db.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-			SELECT 'm-' || lpad(i::text, 3, '0'), 'fo', '{}', $1::jsonb, now(), now()
+		_, err = e.db.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at)
+			SELECT 'm-' || lpad(i::text, 3, '0'), 'fo', '{}', (SELECT freshen_policy_id($1::jsonb)), now(), now()
 			FROM generate_series($2::int, $3::int, 2) AS i`, string(stored), k, n-1)
 		require.NoError(t, err)
 	}

@@ -164,9 +164,9 @@ func TestE2ELimitThreeInstances(t *testing.T) {
 	require.NoError(t, err)
 	begin := time.Now()
 	_, err = e.db.Exec(ctx, `WITH m AS (
-			INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
+			INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at)
 			SELECT CASE WHEN i % 5 = 0 THEN 'other-' ELSE 'acme-' END || lpad(i::text, 5, '0'),
-				$1, '{}', $2::jsonb, now(), now() - ($3::int - i) * interval '1 microsecond'
+				$1, '{}', (SELECT freshen_policy_id($2::jsonb)), now(), now() - ($3::int - i) * interval '1 microsecond'
 			FROM generate_series(1, $3::int) AS i
 			RETURNING id, refresh_at
 		)

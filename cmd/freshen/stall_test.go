@@ -43,8 +43,8 @@ func TestE2EStalledInstance(t *testing.T) {
 	require.NoError(t, err)
 	stored, err := json.Marshal(policy)
 	require.NoError(t, err)
-	_, err = e.db.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-		SELECT 'm-' || lpad(i::text, 4, '0'), 'tick', '{}', $1::jsonb, now(), now()
+	_, err = e.db.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at)
+		SELECT 'm-' || lpad(i::text, 4, '0'), 'tick', '{}', (SELECT freshen_policy_id($1::jsonb)), now(), now()
 		FROM generate_series(1, $2::int) AS i`, string(stored), n)
 	require.NoError(t, err)
 	finished := func() int { return e.count(`SELECT count(*) FROM attempt_history WHERE outcome IS NOT NULL`) }

@@ -390,8 +390,8 @@ func (b *Bench) loadRows(ctx context.Context, pool *pgxpool.Pool, n int, row fun
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"load"}, []string{"id", "refresh_at"}, src); err != nil {
 		return fmt.Errorf("load models: copy: %w", err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-		SELECT id, $1, $2::json, $3::jsonb, $4, refresh_at FROM load`, Queue, payload, policy, b.clock.Now())
+	_, err = tx.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at)
+		SELECT id, $1, $2::json, (SELECT freshen_policy_id($3::jsonb)), $4, refresh_at FROM load`, Queue, payload, policy, b.clock.Now())
 	if err != nil {
 		return fmt.Errorf("load models: %w", err)
 	}

@@ -483,8 +483,8 @@ func (h *hostile) crowd(ctx context.Context, poolCfg *pgxpool.Config) (CrowdResu
 	defer conn.Close(ctx)
 	payload := `"` + strings.Repeat("x", res.PayloadBytes-2) + `"`
 	due := b.clock.Now()
-	if _, err := conn.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-		SELECT 'crowd-' || lpad(i::text, 6, '0'), $1, $2::json, $3::jsonb, $4, $4 FROM generate_series(1, $5) AS i`,
+	if _, err := conn.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at)
+		SELECT 'crowd-' || lpad(i::text, 6, '0'), $1, $2::json, (SELECT freshen_policy_id($3::jsonb)), $4, $4 FROM generate_series(1, $5) AS i`,
 		Queue, payload, b.policy, due, res.Models); err != nil {
 		return res, fmt.Errorf("crowd: load models: %w", err)
 	}

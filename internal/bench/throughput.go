@@ -132,8 +132,8 @@ func (b *Bench) seed(ctx context.Context, pool *pgxpool.Pool, n int) error {
 		return fmt.Errorf("seed: %w", err)
 	}
 	now := b.clock.Now()
-	_, err := pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at)
-		SELECT 'model-' || lpad(i::text, 7, '0'), $1, $2::json, $3::jsonb,
+	_, err := pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at)
+		SELECT 'model-' || lpad(i::text, 7, '0'), $1, $2::json, (SELECT freshen_policy_id($3::jsonb)),
 			$4::timestamptz - interval '1 day', $4::timestamptz - interval '1 hour' - i * interval '1 millisecond'
 		FROM generate_series(1, $5::int) AS i`, Queue, Payload, b.policy, now, n)
 	if err != nil {

@@ -165,10 +165,10 @@ func setupTenants(t *testing.T) *tenantServer {
 	require.NoError(t, err)
 	// The other customers: one INSERT of foreignModels models in every
 	// state, then the neighbours of the tenants' ranges.
-	_, err = pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy, created_at, refresh_at,
+	_, err = pool.Exec(ctx, `INSERT INTO models (id, queue, payload, policy_id, created_at, refresh_at,
 			consecutive_failures, failing_since, last_error_kind, last_error_message, last_error_at,
 			disabled_at, disabled_reason, paused, attempt_uid, attempt_no, started_at, deadline_at, upstreams)
-		SELECT id, 'fornq' || (i % 60), '{"forn": true}', m.policy, $1::timestamptz, $1::timestamptz + i * interval '1 minute',
+		SELECT id, 'fornq' || (i % 60), '{"forn": true}', m.policy_id, $1::timestamptz, $1::timestamptz + i * interval '1 minute',
 			CASE WHEN i % 3 = 0 THEN 2 ELSE 0 END, CASE WHEN i % 3 = 0 THEN $1::timestamptz END,
 			CASE WHEN i % 3 = 0 THEN 'forn_error' END, CASE WHEN i % 3 = 0 THEN 'forn failed' END, CASE WHEN i % 3 = 0 THEN $1::timestamptz END,
 			CASE WHEN i % 5 = 0 THEN $1::timestamptz END, CASE WHEN i % 5 = 0 THEN 'forn gave up' END, i % 7 = 0,
@@ -178,7 +178,7 @@ func setupTenants(t *testing.T) *tenantServer {
 		FROM (SELECT 'bigcorp-forn-' || lpad(i::text, 5, '0') AS id, i FROM generate_series(1, $2::int) i
 			UNION ALL SELECT unnest(ARRAY['acme', 'acme.forn', 'acme_forn', 'acmeforn', 'acmf-forn', 'ACME-forn',
 				'acme0forn', 'zz.forn', 'zz_forn', 'zzz-forn', 'zz', 'Acme-forn']), 3) f,
-			(SELECT policy FROM models WHERE id = 'acme-1') m`, now, foreignModels)
+			(SELECT policy_id FROM models WHERE id = 'acme-1') m`, now, foreignModels)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at, deadline_at, finished_at, outcome, error_kind, error_message)
 		SELECT 'forn-done-' || i, 'bigcorp-forn-' || lpad(i::text, 5, '0'), 1, $1::timestamptz - interval '1 hour', $1::timestamptz, $1::timestamptz - interval '30 minutes', 'failure', 'forn_error', 'forn failed'
