@@ -2,12 +2,21 @@
 -- policy_id. Models mostly share a few policies, and a policy repeated on
 -- every row was about 300 bytes of each (docs/deployment.md). A row is
 -- found by digest, the SHA-256 of the policy's text as jsonb writes it
--- (the same for equal policies). A row is never changed or deleted, so
--- a reader may keep what it read of an id for as long as it likes.
+-- (the same for equal policies). A row never changes, so a reader may keep
+-- what it read of an id for as long as it likes; ids are never reused.
+--
+-- The retention loop deletes the policies no model uses, in two passes:
+-- the first marks them (orphaned_at), a later one at least a minute after
+-- deletes those still unused, so that a reader that read a model just
+-- before its policy changed still finds the old policy. It holds the
+-- advisory lock freshen_policies exclusively meanwhile, and
+-- freshen_policy_id shared, so that no write can refer to a policy that
+-- the deletion does not see used.
 CREATE TABLE policies (
-    id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    digest bytea  NOT NULL UNIQUE,
-    policy jsonb  NOT NULL
+    id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    digest      bytea       NOT NULL UNIQUE,
+    policy      jsonb       NOT NULL,
+    orphaned_at timestamptz
 );
 
 -- freshen_policy_id returns the id of policy p, adding its row if there
@@ -20,6 +29,7 @@ DECLARE
     d bytea := sha256(convert_to(p::text, 'UTF8'));
     r bigint;
 BEGIN
+    PERFORM pg_advisory_xact_lock_shared(hashtext(current_schema() || '.freshen_policies'));
     SELECT id INTO r FROM policies WHERE digest = d;
     IF r IS NULL THEN
         INSERT INTO policies (digest, policy) VALUES (d, p)

@@ -75,10 +75,20 @@ type PrunerConfig struct {
 	// it as it is.
 	Dead           DeadTrimmer
 	MaxDeadLetters int64
+	// Policies, if set, deletes at each pass the stored policies that no
+	// model uses any more.
+	Policies PolicyPruner
 	Logger         *slog.Logger
 	Metrics        *Metrics
 	// PrunedFunc, if set, is called after every pass; tests wait on it.
 	PrunedFunc func(PrunePass, error)
+}
+
+// PolicyPruner deletes stored policies that no model uses.
+type PolicyPruner interface {
+	// PrunePolicies deletes the policies unused since some time before
+	// now and returns how many it deleted.
+	PrunePolicies(ctx context.Context, now time.Time) (int, error)
 }
 
 // DeadTrimmer bounds a dead-letter list.
@@ -134,6 +144,8 @@ type PrunePass struct {
 	Steps int
 	// DeadTrimmed is how many dead letters the pass dropped.
 	DeadTrimmed int64
+	// Policies is how many stored policies the pass deleted.
+	Policies int
 	// Busy is set when another instance was pruning: the pass stopped.
 	Busy bool
 }
@@ -158,9 +170,9 @@ func (p *Pruner) Start(ctx context.Context) error {
 		if err != nil {
 			p.cfg.Metrics.Errors.Add(1)
 			p.cfg.Logger.Error("prune pass failed", "err", err)
-		} else if res.ByAge+res.ByCount+int(res.DeadTrimmed) > 0 {
+		} else if res.ByAge+res.ByCount+int(res.DeadTrimmed)+res.Policies > 0 {
 			p.cfg.Logger.Info("pruned history", "by_age", res.ByAge, "by_count", res.ByCount,
-				"dead_letters_trimmed", res.DeadTrimmed, "steps", res.Steps)
+				"dead_letters_trimmed", res.DeadTrimmed, "policies", res.Policies, "steps", res.Steps)
 		}
 		if p.cfg.PrunedFunc != nil {
 			p.cfg.PrunedFunc(res, err)
@@ -176,8 +188,8 @@ func (p *Pruner) Start(ctx context.Context) error {
 // RunOnce prunes until neither rule finds more to delete: by steps of at
 // most BatchSize rows per rule, each in its own transaction, the age rule
 // judged at the clock's time when the pass starts. Then it trims the
-// dead-letter list. It stops early, with Busy, if another instance is
-// pruning.
+// dead-letter list and deletes the unused policies. It stops early, with
+// Busy, if another instance is pruning.
 func (p *Pruner) RunOnce(ctx context.Context) (PrunePass, error) {
 	var res PrunePass
 	begin := p.cfg.Clock.Now()
@@ -218,6 +230,13 @@ func (p *Pruner) RunOnce(ctx context.Context) (PrunePass, error) {
 			return res, fmt.Errorf("trim dead letters: %w", err)
 		}
 		res.DeadTrimmed = n
+	}
+	if p.cfg.Policies != nil && !res.Busy {
+		n, err := p.cfg.Policies.PrunePolicies(ctx, begin)
+		if err != nil {
+			return res, fmt.Errorf("prune policies: %w", err)
+		}
+		res.Policies = n
 	}
 	if res.Steps > 0 {
 		p.cfg.Metrics.observePass(LoopPrune, p.cfg.Clock.Now().Sub(begin))

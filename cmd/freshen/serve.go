@@ -671,7 +671,7 @@ func (m *Main) Run(ctx context.Context) error {
 	pruner, err := refresh.NewPruner(refresh.PrunerConfig{
 		Store: store, Clock: clock, MaxAge: c.Retention.HistoryMaxAge, MaxPerModel: c.Retention.HistoryMaxPerModel,
 		Interval: c.Retention.PruneInterval, Dead: m.queue, MaxDeadLetters: c.Retention.MaxDeadLetters,
-		Logger: log, Metrics: metrics,
+		Policies: store, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
 		return err

@@ -19,19 +19,6 @@ func parsedPolicy(t *testing.T, input string) refresh.Policy {
 	return p
 }
 
-// putModels writes models in one batch.
-func putModels(t *testing.T, s *postgres.Store, models ...refresh.Model) {
-	t.Helper()
-	ids := make([]string, len(models))
-	changes := make([]refresh.Change, len(models))
-	for i, m := range models {
-		ids[i], changes[i] = m.ID, refresh.Change{Model: m}
-	}
-	require.NoError(t, s.Modify(context.Background(), ids, func([]refresh.Model) (refresh.Batch, error) {
-		return refresh.Batch{Changes: changes}, nil
-	}))
-}
-
 // Each distinct policy is stored once; every model reads back the policy
 // it was written with, from a store that has it cached and from one that
 // has not, and an edit that changes a policy moves the model to the new
@@ -52,7 +39,7 @@ func TestPoliciesStoredOnce(t *testing.T) {
 		m.Policy = parsedPolicy(t, inputs[i%len(inputs)])
 		models = append(models, m)
 	}
-	putModels(t, b.store, models...)
+	put(t, b.store, models...)
 	var rows int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM policies`).Scan(&rows))
 	require.Equal(t, len(inputs), rows)
@@ -71,7 +58,7 @@ func TestPoliciesStoredOnce(t *testing.T) {
 
 	edited := models[0]
 	edited.Policy = parsedPolicy(t, `{"timeout": "7m"}`)
-	putModels(t, b.store, edited)
+	put(t, b.store, edited)
 	got, err := fresh.Get(ctx, edited.ID)
 	require.NoError(t, err)
 	require.Equal(t, edited.Policy, got.Policy)
@@ -89,7 +76,7 @@ func TestPolicyCacheCopies(t *testing.T) {
 	m.Policy = parsedPolicy(t, `{"retry": {"backoff": {"strategy": "fixed", "base": "1m", "max_retries": 2}, "align": true, "retry_on": ["a"], "non_retryable": ["b"]}}`)
 	d := model("delays", t0)
 	d.Policy = parsedPolicy(t, `{"retry": {"delays": ["1m", "5m"]}}`)
-	putModels(t, b.store, m, d)
+	put(t, b.store, m, d)
 
 	first, err := b.store.Get(ctx, m.ID)
 	require.NoError(t, err)
@@ -133,7 +120,7 @@ func TestPolicyCacheErrorsAndBound(t *testing.T) {
 		m.Policy = parsedPolicy(t, fmt.Sprintf(`{"timeout": "%ds"}`, i+1))
 		models = append(models, m)
 	}
-	putModels(t, b.store, models...)
+	put(t, b.store, models...)
 	list, err := b.store.List(ctx, refresh.Filter{Prefix: "t-", Limit: len(models)})
 	require.NoError(t, err)
 	require.Len(t, list, len(models))
