@@ -140,10 +140,11 @@ func (s *Scheduler) Wake() {
 	}
 }
 
-// Start runs passes until ctx ends. Between passes it sleeps until the
-// earliest DueAt (at most MaxSleep, at most SlotPoll while models wait for
-// a slot, at most until a rate limit that held a start back admits one
-// again, TickResult.NextAdmit) or a Wake. A failed pass
+// Start runs passes until ctx ends. After a pass that claimed models
+// other than waiting ones, it runs the next at once. Otherwise it sleeps
+// until the earliest DueAt (at most MaxSleep, at most SlotPoll while
+// models wait for a slot, at most until a rate limit that held a start
+// back admits one again, TickResult.NextAdmit) or a Wake. A failed pass
 // is logged and retried with backoff. While passes claim full batches,
 // Loops-1 helpers run passes beside it. It returns nil when ctx ends.
 func (s *Scheduler) Start(ctx context.Context) error {
@@ -173,6 +174,14 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		case full(res, limit):
 			backoff = 0
 			limit = min(2*limit, s.cfg.BatchSize)
+			continue
+		case res.Claimed > res.Waiting && res.NextAdmit.IsZero():
+			// The pass started models, fewer than a batch: under a steady
+			// load more are due by the time it ends, and the next pass finds
+			// them as fast as NextDue would say so (both read the head of
+			// the due models). Once a pass starts none, NextDue says how
+			// long to sleep.
+			backoff = 0
 			continue
 		default:
 			backoff = 0

@@ -127,3 +127,39 @@ func TestSchedulerHelpersStopOnWaitingBatches(t *testing.T) {
 	require.LessOrEqual(t, passes.Load(), asleep+5, "passes ran while every model waited")
 	require.Len(t, b.queue.Take("q", 100), 20)
 }
+
+// nextDueStore reports each call of NextDue on events.
+type nextDueStore struct {
+	refresh.Store
+	events chan string
+}
+
+func (s *nextDueStore) NextDue(ctx context.Context) (time.Time, bool, error) {
+	s.events <- "next due"
+	return s.Store.NextDue(ctx)
+}
+
+// A pass that started models runs the next at once, without asking when
+// the next model is due; a pass that started none asks.
+func TestSchedulerPassAfterStarts(t *testing.T) {
+	b := setup(t)
+	b.put(t, "first", `{"timeout": "10m"}`, true)
+	b.put(t, "second", `{"timeout": "10m"}`, true)
+	store := &nextDueStore{Store: b.store, events: make(chan string, 10)}
+	s, err := refresh.NewScheduler(refresh.SchedulerConfig{
+		Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, BatchSize: 64,
+		TickedFunc: func(r refresh.TickResult, err error) {
+			require.NoError(t, err)
+			store.events <- fmt.Sprintf("started %d", r.Started)
+		},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Start(ctx) }()
+	require.Equal(t, "started 2", <-store.events)
+	require.Equal(t, "started 0", <-store.events, "the next pass runs at once")
+	require.Equal(t, "next due", <-store.events, "asked after the pass that started none")
+	cancel()
+	require.NoError(t, <-done)
+}
