@@ -78,8 +78,8 @@ type PrunerConfig struct {
 	// Policies, if set, deletes at each pass the stored policies that no
 	// model uses any more.
 	Policies PolicyPruner
-	Logger         *slog.Logger
-	Metrics        *Metrics
+	Logger   *slog.Logger
+	Metrics  *Metrics
 	// PrunedFunc, if set, is called after every pass; tests wait on it.
 	PrunedFunc func(PrunePass, error)
 }
