@@ -136,7 +136,7 @@ func TestPruneOneAtATime(t *testing.T) {
 	put(t, b.store, model("m1", time.Time{}))
 	_, err := b.pool.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at) VALUES ('a1', 'm1', 1, $1)`, t0.Add(-time.Hour))
 	require.NoError(t, err)
-	req := refresh.PruneRequest{Before: t0, Limit: 10}
+	req := refresh.PruneRequest{Before: t0, Models: 10, Limit: 10}
 
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestPruneOneAtATime(t *testing.T) {
 
 	res, err = b.store.PruneHistory(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, refresh.PruneResult{ByAge: 1}, res)
+	require.Equal(t, refresh.PruneResult{ByAge: 1, Done: true}, res)
 	var n int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&n))
 	require.Zero(t, n)
