@@ -385,7 +385,7 @@ func TestAttemptsCompactDown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	conn := connect(t, schemaConfig(t))
-	migrateDown(t, conn, 14)
+	migrateDown(t, conn, 15)
 	_, err := conn.Exec(ctx, `
 		INSERT INTO models (id, created_at, attempt_no, attempt_uid, started_at, deadline_at) VALUES
 			('m', now(), 1, 'u5', '2026-03-02T05:00:00Z', '2026-03-02T06:00:00Z'),
@@ -431,7 +431,7 @@ func TestAttemptsCompactDown(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM attempts WHERE failure IS DISTINCT FROM NULL`).Scan(&withFailure))
 	require.Equal(t, 3, withFailure, "a failure only where one of its fields is set")
 
-	migrateDown(t, conn, 14)
+	migrateDown(t, conn, 15)
 	require.Equal(t, want, history())
 	rows, err := conn.Query(ctx, `SELECT uid FROM attempts ORDER BY seq`)
 	require.NoError(t, err)
