@@ -412,3 +412,72 @@ func TestPoliciesDown(t *testing.T) {
 	require.NotContains(t, tables(t, conn), "policies")
 	require.NoError(t, migrations.Migrate(ctx, conn))
 }
+
+// Version 16 keeps every attempt as attempt_history shows it (but seq):
+// failures with their kind, message, decision and delay, a row written at
+// the start of a running attempt (shown once), a running attempt without a
+// row. Going back below it gives the rows their seq in the order of their
+// start, and the primary key on uid; going up again works.
+func TestAttemptsCompactDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, schemaConfig(t))
+	migrateDown(t, conn, 15)
+	_, err := conn.Exec(ctx, `
+		INSERT INTO models (id, created_at, attempt_no, attempt_uid, started_at, deadline_at) VALUES
+			('m', now(), 1, 'u5', '2026-03-02T05:00:00Z', '2026-03-02T06:00:00Z'),
+			('n', now(), 3, 'v3', '2026-03-02T04:00:00Z', '2026-03-02T05:00:00Z');
+		INSERT INTO attempts (uid, model_id, attempt_no, started_at, deadline_at, finished_at,
+			outcome, error_kind, error_message, decision, delay_ns) VALUES
+			('u1', 'm', 1, '2026-03-02T01:00:00Z', '2026-03-02T02:00:00Z', '2026-03-02T01:01:00Z', 'failure', 'exit_1', 'boom', 'retry', 5000000000),
+			('u2', 'm', 2, '2026-03-02T02:00:00Z', '2026-03-02T03:00:00Z', '2026-03-02T03:00:00Z', 'timeout', 'timeout', NULL, 'wait_next', 0),
+			('u4', 'm', 1, '2026-03-02T03:00:00Z', NULL, '2026-03-02T03:00:01Z', 'superseded', NULL, NULL, NULL, 0),
+			('u3', 'm', 1, '2026-03-02T03:00:00Z', '2026-03-02T04:00:00Z', '2026-03-02T03:00:00Z', 'success', NULL, NULL, NULL, 0),
+			('u5', 'm', 1, '2026-03-02T05:00:00Z', '2026-03-02T06:00:00Z', NULL, NULL, NULL, NULL, NULL, 0),
+			('v1', 'n', 1, '2026-03-02T02:00:00Z', NULL, '2026-03-02T02:00:00Z', 'failure', NULL, NULL, 'disable', 0)`)
+	require.NoError(t, err)
+	history := func() []string {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT concat_ws(' ', uid, model_id, attempt_no, to_char(started_at AT TIME ZONE 'UTC', 'HH24:MI'),
+				coalesce(to_char(deadline_at AT TIME ZONE 'UTC', 'HH24:MI'), '-'), coalesce(to_char(finished_at AT TIME ZONE 'UTC', 'HH24:MI:SS'), '-'),
+				coalesce(outcome, '-'), coalesce(error_kind, '-'), coalesce(error_message, '-'), coalesce(decision, '-'), delay_ns)
+			FROM attempt_history ORDER BY model_id, started_at, uid`)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return got
+	}
+	want := []string{
+		"u1 m 1 01:00 02:00 01:01:00 failure exit_1 boom retry 5000000000",
+		"u2 m 2 02:00 03:00 03:00:00 timeout timeout - wait_next 0",
+		"u3 m 1 03:00 04:00 03:00:00 success - - - 0",
+		"u4 m 1 03:00 - 03:00:01 superseded - - - 0",
+		"u5 m 1 05:00 06:00 - - - - - 0",
+		"v1 n 1 02:00 - 02:00:00 failure - - disable 0",
+		"v3 n 3 04:00 05:00 - - - - - 0",
+	}
+	require.Equal(t, want, history())
+
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	require.Equal(t, want, history())
+	var columns int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_attribute
+		WHERE attrelid = 'attempts'::regclass AND attnum > 0`).Scan(&columns))
+	require.Equal(t, 8, columns, "no dropped column left in the rows")
+	var withFailure int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM attempts WHERE failure IS DISTINCT FROM NULL`).Scan(&withFailure))
+	require.Equal(t, 3, withFailure, "a failure only where one of its fields is set")
+
+	migrateDown(t, conn, 15)
+	require.Equal(t, want, history())
+	rows, err := conn.Query(ctx, `SELECT uid FROM attempts ORDER BY seq`)
+	require.NoError(t, err)
+	bySeq, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"u1", "u2", "v1", "u3", "u4", "u5"}, bySeq)
+	_, err = conn.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at) VALUES ('u1', 'm', 1, now())`)
+	require.ErrorContains(t, err, "attempts_pkey")
+
+	require.NoError(t, migrations.Migrate(ctx, conn))
+	require.Equal(t, want, history())
+}

@@ -14,8 +14,8 @@ const (
 	DefaultHistoryMaxPerModel = 1000
 	DefaultPruneInterval      = 10 * time.Minute
 	DefaultPruneBatch         = 1000
-	// DefaultPruneModels is how many models one step of the count rule
-	// looks at: the rule visits every model at each pass, and a step of
+	// DefaultPruneModels is how many models one step of the rules looks
+	// at: the rules visit every model at each pass, and a step of
 	// 1,000 (a few milliseconds of index lookups) walks a million models
 	// in 3.6 s on a test machine, against 8 s by steps of 100.
 	DefaultPruneModels    = 1000
@@ -23,15 +23,15 @@ const (
 )
 
 // PruneRequest is one step of pruning the attempt history, which a store
-// does in one short transaction.
+// does in one short transaction. Both rules look at the same models: the
+// Models first whose ids come after After, in id order.
 type PruneRequest struct {
-	// Before, if set, is the age rule: attempts that started before it
-	// are deleted, up to Limit of them.
+	// Before, if set, is the age rule: the attempts of those models that
+	// started before it are deleted, up to Limit of them.
 	Before time.Time
-	// Keep, if > 0, is the count rule: the attempts of a model beyond its
-	// Keep newest (by start, then insertion) are deleted, up to Limit of
-	// them, among the models whose ids come after After, Models of them
-	// in id order.
+	// Keep, if > 0, is the count rule: the attempts of each of those
+	// models beyond its Keep newest (by start, then in the order of
+	// History) are deleted, up to Limit of them.
 	Keep   int
 	After  string
 	Models int
@@ -42,10 +42,10 @@ type PruneRequest struct {
 // PruneResult is what one step deleted.
 type PruneResult struct {
 	ByAge, ByCount int
-	// Next is where the count rule goes on: the After of the next step.
-	// A step that deleted Limit rows for the count rule answers its own
-	// After again: those models may have more. Done is set once the
-	// count rule has looked at the last model.
+	// Next is where the rules go on: the After of the next step. A step
+	// in which a rule deleted Limit rows answers its own After again:
+	// those models may have more. Done is set once the rules have looked
+	// at the last model (at once when neither rule is set).
 	Next string
 	Done bool
 	// Busy is set, and nothing deleted, when another caller was pruning.
@@ -67,7 +67,7 @@ type PrunerConfig struct {
 	Interval time.Duration
 	// BatchSize bounds the rows one step deletes per rule, in one
 	// transaction (default DefaultPruneBatch); Models is how many models
-	// the count rule looks at per step (default DefaultPruneModels).
+	// the rules look at per step (default DefaultPruneModels).
 	BatchSize int
 	Models    int
 	// Dead, if set, is the dead-letter list, trimmed to MaxDeadLetters
@@ -185,11 +185,11 @@ func (p *Pruner) Start(ctx context.Context) error {
 	return nil
 }
 
-// RunOnce prunes until neither rule finds more to delete: by steps of at
-// most BatchSize rows per rule, each in its own transaction, the age rule
-// judged at the clock's time when the pass starts. Then it trims the
-// dead-letter list and deletes the unused policies. It stops early, with
-// Busy, if another instance is pruning.
+// RunOnce prunes until both rules have looked at every model: by steps
+// of at most Models models and BatchSize rows per rule, each in its own
+// transaction, the age rule judged at the clock's time when the pass
+// starts. Then it trims the dead-letter list and deletes the unused
+// policies. It stops early, with Busy, if another instance is pruning.
 func (p *Pruner) RunOnce(ctx context.Context) (PrunePass, error) {
 	var res PrunePass
 	begin := p.cfg.Clock.Now()
@@ -197,15 +197,8 @@ func (p *Pruner) RunOnce(ctx context.Context) (PrunePass, error) {
 	if p.cfg.MaxAge > 0 {
 		req.Before = begin.Add(-p.cfg.MaxAge)
 	}
-	for ageDone, countDone := req.Before.IsZero(), req.Keep == 0; !ageDone || !countDone; {
-		step := req
-		if ageDone {
-			step.Before = time.Time{}
-		}
-		if countDone {
-			step.Keep = 0
-		}
-		got, err := p.cfg.Store.PruneHistory(ctx, step)
+	for !req.Before.IsZero() || req.Keep > 0 {
+		got, err := p.cfg.Store.PruneHistory(ctx, req)
 		if err != nil {
 			return res, fmt.Errorf("prune history: %w", err)
 		}
@@ -218,11 +211,10 @@ func (p *Pruner) RunOnce(ctx context.Context) (PrunePass, error) {
 		res.ByCount += got.ByCount
 		p.cfg.Metrics.HistoryPrunedByAge.Add(int64(got.ByAge))
 		p.cfg.Metrics.HistoryPrunedByCount.Add(int64(got.ByCount))
-		ageDone = ageDone || got.ByAge < req.Limit
-		if !countDone {
-			req.After = got.Next
-			countDone = got.Done
+		if got.Done {
+			break
 		}
+		req.After = got.Next
 	}
 	if p.cfg.Dead != nil && p.cfg.MaxDeadLetters > 0 {
 		n, err := p.cfg.Dead.TrimDead(ctx, p.cfg.MaxDeadLetters)

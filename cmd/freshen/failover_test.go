@@ -240,7 +240,7 @@ sentinel failover-timeout %s 5000
 	require.Zero(t, e.count(`SELECT count(*) FROM attempts WHERE outcome = 'timeout'
 		AND (deadline_at <= $1 OR started_at >= $2)`, barrierAt, promotedAt),
 		"attempts timed out that ended before the barrier or started after the promotion")
-	require.Zero(t, e.count(`SELECT count(*) FROM attempts WHERE outcome = 'timeout' AND decision IS DISTINCT FROM 'retry'`),
+	require.Zero(t, e.count(`SELECT count(*) FROM attempt_history WHERE outcome = 'timeout' AND decision IS DISTINCT FROM 'retry'`),
 		"timeouts not retried at once")
 	require.Zero(t, e.count(`SELECT count(*) FROM attempts WHERE outcome NOT IN ('success', 'timeout')`),
 		"attempts that ended otherwise than by success or timeout")

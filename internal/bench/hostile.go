@@ -1128,7 +1128,7 @@ func (h *hostile) background(ctx context.Context, poolCfg *pgxpool.Config, windo
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT model_id, started_at, finished_at, coalesce(outcome, '') FROM attempts WHERE model_id LIKE 'bg-%'`)
+	rows, err := conn.Query(ctx, `SELECT model_id, started_at, finished_at, coalesce(outcome::text, '') FROM attempts WHERE model_id LIKE 'bg-%'`)
 	if err != nil {
 		return nil, fmt.Errorf("read background attempts: %w", err)
 	}

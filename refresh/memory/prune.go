@@ -9,14 +9,22 @@ import (
 )
 
 // PruneHistory deletes the attempts r asks for, under the store's mutex:
-// up to r.Limit that started before r.Before, then up to r.Limit beyond the
-// r.Keep newest of each of the r.Models models after r.After.
+// among the r.Models models after r.After, up to r.Limit that started
+// before r.Before, then up to r.Limit beyond the r.Keep newest of each.
 func (s *Store) PruneHistory(_ context.Context, r refresh.PruneRequest) (refresh.PruneResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var res refresh.PruneResult
+	if r.Before.IsZero() && r.Keep <= 0 {
+		res.Done = true
+		return res, nil
+	}
+	ids := sortedIDsAfter(s.models, r.After)
+	if len(ids) > r.Models {
+		ids = ids[:r.Models]
+	}
 	if !r.Before.IsZero() {
-		for _, id := range sortedIDsAfter(s.attempts, "") {
+		for _, id := range ids {
 			list := s.attempts[id]
 			kept := list[:0]
 			for _, a := range list {
@@ -27,36 +35,27 @@ func (s *Store) PruneHistory(_ context.Context, r refresh.PruneRequest) (refresh
 				kept = append(kept, a)
 			}
 			s.setAttempts(id, kept)
-			if res.ByAge == r.Limit {
-				break
+		}
+	}
+	if r.Keep > 0 {
+		for _, id := range ids {
+			list := s.attempts[id]
+			if len(list) <= r.Keep || res.ByCount == r.Limit {
+				continue
 			}
+			// Newest last: by start, then by insertion.
+			sort.SliceStable(list, func(i, j int) bool { return list[i].StartedAt.Before(list[j].StartedAt) })
+			n := min(len(list)-r.Keep, r.Limit-res.ByCount)
+			s.setAttempts(id, slices.Delete(list, 0, n))
+			res.ByCount += n
 		}
 	}
-	if r.Keep <= 0 {
-		return res, nil
-	}
-	ids := sortedIDsAfter(s.models, r.After)
-	if len(ids) > r.Models {
-		ids = ids[:r.Models]
-	}
-	for _, id := range ids {
-		list := s.attempts[id]
-		if len(list) <= r.Keep {
-			continue
-		}
-		// Newest last: by start, then by insertion.
-		sort.SliceStable(list, func(i, j int) bool { return list[i].StartedAt.Before(list[j].StartedAt) })
-		n := min(len(list)-r.Keep, r.Limit-res.ByCount)
-		s.setAttempts(id, slices.Delete(list, 0, n))
-		res.ByCount += n
-		if res.ByCount == r.Limit {
-			res.Next = r.After
-			return res, nil
-		}
-	}
-	if len(ids) == r.Models {
+	switch {
+	case res.ByAge == r.Limit || res.ByCount == r.Limit:
+		res.Next = r.After
+	case len(ids) == r.Models:
 		res.Next = ids[len(ids)-1]
-	} else {
+	default:
 		res.Done = true
 	}
 	return res, nil

@@ -8,35 +8,47 @@ import (
 	"github.com/freshen-dev/freshen/refresh"
 )
 
-// pruneByAge deletes up to $2 attempts that started before $1. The rows are
-// found by the index on started_at and deleted by ctid (a TID scan, never
-// a scan of the table).
+// pruneByAge deletes up to $3 attempts of the models $1 that started
+// before $2, found by the index on (model_id, started_at) and deleted by
+// ctid (a TID scan, never a scan of the table).
 const pruneByAge = `DELETE FROM attempts WHERE ctid = ANY(ARRAY(
-		SELECT ctid FROM attempts WHERE started_at < $1 LIMIT $2))`
+		SELECT d.ctid FROM unnest($1::text[]) AS m(id) CROSS JOIN LATERAL (
+			SELECT ctid FROM attempts a WHERE a.model_id = m.id AND a.started_at < $2 LIMIT $3
+		) d LIMIT $3))`
 
 // pruneByCount deletes up to $3 attempts of the models $1 beyond the $2
-// newest of each (by started_at, then seq, as History orders them). For
-// each model it finds, by the index on (model_id, started_at, seq), the
-// newest row past the ones kept, then deletes that row and older ones.
+// newest of each (by started_at, then uid, as History orders them). For
+// each model it reads from the index on (model_id, started_at) alone the
+// start of the newest attempt past the kept ones (cut.started_at) and how
+// many of the kept ones started at that instant (cut.kept). It deletes the
+// attempts that started before, and of those that started at that instant
+// all but the kept ones by uid: the only rows whose uid it reads from the
+// table, usually one.
 const pruneByCount = `WITH cut AS (
-		SELECT m.id, c.started_at, c.seq FROM unnest($1::text[]) AS m(id)
+		SELECT m.id, c.started_at, $2 - (SELECT count(*) FROM attempts n
+			WHERE n.model_id = m.id AND n.started_at > c.started_at) AS kept
+		FROM unnest($1::text[]) AS m(id)
 		CROSS JOIN LATERAL (
-			SELECT started_at, seq FROM attempts a WHERE a.model_id = m.id
-			ORDER BY a.started_at DESC, a.seq DESC OFFSET $2 LIMIT 1
+			SELECT started_at FROM attempts a WHERE a.model_id = m.id
+			ORDER BY a.started_at DESC OFFSET $2 LIMIT 1
 		) c
 	)
 	DELETE FROM attempts WHERE ctid = ANY(ARRAY(
 		SELECT d.ctid FROM cut CROSS JOIN LATERAL (
-			SELECT ctid FROM attempts a WHERE a.model_id = cut.id
-				AND (a.started_at < cut.started_at OR (a.started_at = cut.started_at AND a.seq <= cut.seq))
-			ORDER BY a.started_at DESC, a.seq DESC LIMIT $3
+			SELECT ctid FROM attempts a WHERE a.model_id = cut.id AND a.started_at < cut.started_at
+			UNION ALL
+			(SELECT ctid FROM attempts a WHERE a.model_id = cut.id AND a.started_at = cut.started_at
+				ORDER BY a.uid DESC OFFSET cut.kept)
+			LIMIT $3
 		) d LIMIT $3))`
 
 // PruneHistory deletes the attempts r asks for in one transaction, which
 // first takes a transaction-scoped advisory lock: while another caller
-// holds it, PruneHistory answers Busy at once. Each rule deletes at most
-// r.Limit rows, by ctid, so the transaction holds few row locks and no
-// table lock beyond the ordinary one of a DELETE.
+// holds it, PruneHistory answers Busy at once. Both rules look at the
+// r.Models models after r.After, each through the index on (model_id,
+// started_at), and each deletes at most r.Limit rows, by ctid, so the
+// transaction holds few row locks and no table lock beyond the ordinary
+// one of a DELETE.
 func (s *Store) PruneHistory(ctx context.Context, r refresh.PruneRequest) (refresh.PruneResult, error) {
 	var res refresh.PruneResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -46,14 +58,8 @@ func (s *Store) PruneHistory(ctx context.Context, r refresh.PruneRequest) (refre
 			res.Busy = !mine
 			return err
 		}
-		if !r.Before.IsZero() {
-			tag, err := tx.Exec(ctx, pruneByAge, r.Before, r.Limit)
-			if err != nil {
-				return err
-			}
-			res.ByAge = int(tag.RowsAffected())
-		}
-		if r.Keep <= 0 {
+		if r.Before.IsZero() && r.Keep <= 0 {
+			res.Done = true
 			return nil
 		}
 		rows, _ := tx.Query(ctx, `SELECT id FROM models WHERE id > $1 ORDER BY id LIMIT $2`, r.After, r.Models)
@@ -65,13 +71,22 @@ func (s *Store) PruneHistory(ctx context.Context, r refresh.PruneRequest) (refre
 			res.Done = true
 			return nil
 		}
-		tag, err := tx.Exec(ctx, pruneByCount, ids, r.Keep, r.Limit)
-		if err != nil {
-			return err
+		if !r.Before.IsZero() {
+			tag, err := tx.Exec(ctx, pruneByAge, ids, r.Before, r.Limit)
+			if err != nil {
+				return err
+			}
+			res.ByAge = int(tag.RowsAffected())
 		}
-		res.ByCount = int(tag.RowsAffected())
+		if r.Keep > 0 {
+			tag, err := tx.Exec(ctx, pruneByCount, ids, r.Keep, r.Limit)
+			if err != nil {
+				return err
+			}
+			res.ByCount = int(tag.RowsAffected())
+		}
 		switch {
-		case res.ByCount == r.Limit:
+		case res.ByAge == r.Limit || res.ByCount == r.Limit:
 			res.Next = r.After
 		case len(ids) == r.Models:
 			res.Next = ids[len(ids)-1]

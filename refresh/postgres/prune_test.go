@@ -46,7 +46,7 @@ func TestPruneLargeHistory(t *testing.T) {
 	// What must stay: each model's keep newest attempts among those
 	// younger than the maximum age.
 	_, err = b.pool.Exec(ctx, `CREATE TABLE expected AS SELECT uid FROM (
-			SELECT uid, row_number() OVER (PARTITION BY model_id ORDER BY started_at DESC, seq DESC) AS n
+			SELECT uid, row_number() OVER (PARTITION BY model_id ORDER BY started_at DESC, uid DESC) AS n
 			FROM attempts WHERE started_at >= $1) r
 		WHERE n <= $2`, now.Add(-maxAge), keep)
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestPruneOneAtATime(t *testing.T) {
 	put(t, b.store, model("m1", time.Time{}))
 	_, err := b.pool.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at) VALUES ('a1', 'm1', 1, $1)`, t0.Add(-time.Hour))
 	require.NoError(t, err)
-	req := refresh.PruneRequest{Before: t0, Limit: 10}
+	req := refresh.PruneRequest{Before: t0, Models: 10, Limit: 10}
 
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -149,8 +149,45 @@ func TestPruneOneAtATime(t *testing.T) {
 
 	res, err = b.store.PruneHistory(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, refresh.PruneResult{ByAge: 1}, res)
+	require.Equal(t, refresh.PruneResult{ByAge: 1, Done: true}, res)
 	var n int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM attempts`).Scan(&n))
 	require.Zero(t, n)
+}
+
+// The count rule keeps a model's newest attempts as History orders them:
+// among those that started at the same instant, the greatest uids; it
+// deletes the others of that instant and the older ones, however many a
+// step may delete.
+func TestPruneCountTies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	put(t, b.store, model("m", time.Time{}))
+	put(t, b.store, model("n", time.Time{}))
+	_, err := b.pool.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at, finished_at, outcome)
+		SELECT u, m, 1, $1::timestamptz + at * interval '1 minute', $1, 'success'
+		FROM (VALUES ('old', 'm', -1), ('t1', 'm', 0), ('t2', 'm', 0), ('t3', 'm', 0), ('t4', 'm', 0), ('t5', 'm', 0),
+			('new1', 'm', 1), ('new2', 'm', 2), ('n1', 'n', 0), ('n2', 'n', 0), ('n3', 'n', 0)) v(u, m, at)`, t0)
+	require.NoError(t, err)
+
+	for _, limit := range []int{1, 10} {
+		res, err := b.store.PruneHistory(ctx, refresh.PruneRequest{Keep: 4, Models: 10, Limit: limit})
+		require.NoError(t, err)
+		if limit == 1 {
+			require.Equal(t, refresh.PruneResult{ByCount: 1}, res, "a step that deleted its limit looks at the same models again")
+		} else {
+			require.Equal(t, refresh.PruneResult{ByCount: 3, Done: true}, res)
+		}
+	}
+	h, err := b.store.History(ctx, "m", time.Time{}, 0)
+	require.NoError(t, err)
+	var uids []string
+	for _, a := range h {
+		uids = append(uids, a.UID)
+	}
+	require.Equal(t, []string{"new2", "new1", "t5", "t4"}, uids)
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM attempts WHERE model_id = 'n'`).Scan(&n))
+	require.Equal(t, 3, n, "a model with fewer attempts than kept keeps them all")
 }

@@ -482,10 +482,11 @@ func (s *Store) Census(ctx context.Context, f refresh.Filter, maxQueues int) (re
 }
 
 // History returns the attempts of model id, newest first (by start, then
-// by insertion), at most limit (all when limit <= 0), as the view
-// attempt_history shows them: the running attempt, which has no row in
-// attempts until it ends (see write), is read from the model. It returns
-// an *refresh.Error with code ENOTFOUND if the model does not exist.
+// by uid: xids sort by their creation), at most limit (all when limit <=
+// 0), as the view attempt_history shows them: the running attempt, which
+// has no row in attempts until it ends (see write), is read from the
+// model. It returns an *refresh.Error with code ENOTFOUND if the model
+// does not exist.
 func (s *Store) History(ctx context.Context, id string, before time.Time, limit int) ([]refresh.Attempt, error) {
 	var lim *int
 	if limit > 0 {
@@ -496,19 +497,18 @@ func (s *Store) History(ctx context.Context, id string, before time.Time, limit 
 		until = &before
 	}
 	// The outer join keeps one row for an existing model without attempts,
-	// so one query tells "no history" from "no model". attempt_history
-	// shows the running attempt with seq NULL: first in descending order.
+	// so one query tells "no history" from "no model".
 	rows, err := s.pool.Query(ctx, `SELECT m.id, a.uid, a.attempt_no, a.started_at, a.deadline_at,
 			a.finished_at, a.outcome, a.error_kind, a.error_message, a.decision, a.delay_ns
 		FROM models m
 		LEFT JOIN LATERAL (
 			SELECT * FROM attempt_history WHERE model_id = m.id
 				AND ($3::timestamptz IS NULL OR started_at < $3)
-			ORDER BY started_at DESC, seq DESC
+			ORDER BY started_at DESC, uid DESC
 			LIMIT $2
 		) a ON true
 		WHERE m.id = $1
-		ORDER BY a.started_at DESC, a.seq DESC`, id, lim, until)
+		ORDER BY a.started_at DESC, a.uid DESC`, id, lim, until)
 	if err != nil {
 		return nil, storeError(fmt.Sprintf("history of model %q", id), err)
 	}

@@ -555,6 +555,49 @@ func TestHistoryOfRunningAttempt(t *testing.T) {
 	require.Zero(t, rows(), "the history goes with its model")
 }
 
+// Every outcome and failure decision the transitions record is stored
+// (as an enum) and read back as written, with the failure's kind, message
+// and delay; an attempt that did not fail stores no failure.
+func TestHistoryOutcomes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	s := b.store
+	put(t, s, model("m", t0))
+	var want []refresh.Attempt
+	add := func(a refresh.Attempt) {
+		a.ModelID, a.UID, a.AttemptNo = "m", fmt.Sprintf("u%02d", len(want)), 1
+		a.StartedAt = t0.Add(time.Duration(len(want)) * time.Minute)
+		a.DeadlineAt, a.FinishedAt = a.StartedAt.Add(time.Hour), a.StartedAt.Add(time.Second)
+		require.NoError(t, s.Modify(ctx, []string{"m"}, func(found []refresh.Model) (refresh.Batch, error) {
+			return refresh.Batch{Changes: []refresh.Change{{Model: found[0], Attempt: &a}}}, nil
+		}))
+		want = append([]refresh.Attempt{a}, want...)
+	}
+	for _, o := range []string{refresh.EventSuccess, refresh.AttemptUnchanged, refresh.AttemptSnoozed,
+		refresh.AttemptSuperseded, refresh.AttemptCancelled} {
+		add(refresh.Attempt{Outcome: o})
+	}
+	for _, o := range []string{refresh.EventFailure, refresh.EventTimeout} {
+		for _, d := range []string{refresh.DecisionRetry, refresh.DecisionRetryAligned, refresh.DecisionWaitNext, refresh.DecisionDisable} {
+			a := refresh.Attempt{Outcome: o, Decision: d, ErrorKind: "exit_1", ErrorMessage: "boom"}
+			if d == refresh.DecisionRetry || d == refresh.DecisionRetryAligned {
+				a.Delay = 90*time.Second + time.Nanosecond
+			}
+			add(a)
+		}
+	}
+	add(refresh.Attempt{Outcome: refresh.EventFailure, Decision: refresh.DecisionWaitNext})
+	add(refresh.Attempt{Outcome: refresh.EventTimeout, ErrorKind: refresh.KindTimeout})
+
+	h, err := s.History(ctx, "m", time.Time{}, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, h)
+	var failures int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM attempts WHERE failure IS DISTINCT FROM NULL`).Scan(&failures))
+	require.Equal(t, 10, failures, "the attempts that did not fail store no failure")
+}
+
 // A batch's BeforeCommitFunc runs once the batch is written, its models
 // still locked; if it fails, nothing is committed.
 func TestBeforeCommit(t *testing.T) {

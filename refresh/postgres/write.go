@@ -22,34 +22,50 @@ var errCreated = errors.New("a model was created concurrently")
 // separated by spaces (an id holds none), into a text[].
 const upstreamsSQL = `string_to_array(u.upstreams, ' ')`
 
-// attemptUnnest turns the arrays of attemptArrays.args into rows.
-const attemptUnnest = `unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[],
+// attemptRows turns the arrays of attemptArrays.args into rows of the
+// columns of attempts, in attemptColumns' order: the outcome and decision
+// by name into their enums, and the fields of a failure into one
+// attempt_failure, NULL when none of them is set (a delay of 0 is NULL).
+const attemptRows = `SELECT u.started_at, u.deadline_at, u.finished_at, u.attempt_no,
+		u.outcome::attempt_outcome AS outcome, u.uid, u.model_id,
+		CASE WHEN num_nonnulls(nullif(u.delay_ns, 0), u.decision, u.error_kind, u.error_message) > 0
+			THEN ROW(nullif(u.delay_ns, 0), u.decision::attempt_decision, u.error_kind, u.error_message)::attempt_failure
+		END AS failure
+	FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[],
 		$5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[], $9::text[],
 		$10::text[], $11::bigint[])
 	AS u(uid, model_id, attempt_no, started_at, deadline_at, finished_at, outcome,
 		error_kind, error_message, decision, delay_ns)`
 
+// attemptColumns are the columns of attempts that attemptRows gives.
+const attemptColumns = `started_at, deadline_at, finished_at, attempt_no, outcome, uid, model_id, failure`
+
+// sameAttempt matches a row a of attempts to a row v of attemptRows: the
+// same model, start and uid, which the index attempts_model_started finds.
+// attempts has no unique index: a uid has one row because only the
+// transaction that holds its model writes it (see write).
+const sameAttempt = `a.model_id = v.model_id AND a.started_at = v.started_at AND a.uid = v.uid`
+
 // insertAttempts adds the history rows of attempts that are still running,
 // when the model written does not hold them (see write). A row that exists
 // is left as it is: a start never overwrites an attempt already recorded.
-const insertAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
-		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
-	SELECT * FROM ` + attemptUnnest + `
-	ON CONFLICT (uid) DO NOTHING`
+const insertAttempts = `INSERT INTO attempts (` + attemptColumns + `)
+	SELECT ` + attemptColumns + ` FROM (` + attemptRows + `) v
+	WHERE NOT EXISTS (SELECT FROM attempts a WHERE ` + sameAttempt + `)`
 
-// endAttempts writes the history rows of attempts that ended: it inserts
-// them, or completes by uid the rows written when they started (by a start
-// not held by its model, or by an earlier version, which wrote a row at
-// every start). A row keeps the model it was inserted for.
-const endAttempts = `INSERT INTO attempts (uid, model_id, attempt_no, started_at,
-		deadline_at, finished_at, outcome, error_kind, error_message, decision, delay_ns)
-	SELECT * FROM ` + attemptUnnest + `
-	ON CONFLICT (uid) DO UPDATE SET
-		attempt_no = excluded.attempt_no, started_at = excluded.started_at,
-		deadline_at = excluded.deadline_at, finished_at = excluded.finished_at,
-		outcome = excluded.outcome, error_kind = excluded.error_kind,
-		error_message = excluded.error_message, decision = excluded.decision,
-		delay_ns = excluded.delay_ns`
+// endAttempts writes the history rows of attempts that ended: it completes
+// the rows of the same model, start and uid written when they started (by
+// a start not held by its model, or by an earlier version, which wrote a
+// row at every start), and inserts the others.
+const endAttempts = `WITH v AS (` + attemptRows + `),
+	ended AS (
+		UPDATE attempts a SET attempt_no = v.attempt_no, deadline_at = v.deadline_at,
+			finished_at = v.finished_at, outcome = v.outcome, failure = v.failure
+		FROM v WHERE ` + sameAttempt + `
+		RETURNING a.uid
+	)
+	INSERT INTO attempts (` + attemptColumns + `)
+	SELECT ` + attemptColumns + ` FROM v WHERE v.uid NOT IN (SELECT uid FROM ended)`
 
 // upstreamsText returns upstreams as upstreamsSQL reads them: the ids
 // separated by spaces, or NULL for none.
@@ -142,7 +158,11 @@ func dueAt(m refresh.Model) time.Time {
 // that very attempt (uid, number, start and deadline): the running attempt
 // is the model's own, and History shows it from there until its end writes
 // the row, in the same transaction as the model change that ends it. Any
-// other start inserts its row.
+// other start inserts its row. The transitions give an attempt's row only
+// with a change of its own model, which the transaction holds (or
+// creates), and its end only to the transaction that takes the attempt
+// from its model: no two transactions write the same attempt at once, so
+// attempts needs no unique index on it (see sameAttempt).
 func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, names refresh.EventNames) error {
 	locked := held.models
 	changes := batch.Changes

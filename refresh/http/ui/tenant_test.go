@@ -180,8 +180,9 @@ func setupTenants(t *testing.T) *tenantServer {
 				'acme0forn', 'zz.forn', 'zz_forn', 'zzz-forn', 'zz', 'Acme-forn']), 3) f,
 			(SELECT policy_id FROM models WHERE id = 'acme-1') m`, now, foreignModels)
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at, deadline_at, finished_at, outcome, error_kind, error_message)
-		SELECT 'forn-done-' || i, 'bigcorp-forn-' || lpad(i::text, 5, '0'), 1, $1::timestamptz - interval '1 hour', $1::timestamptz, $1::timestamptz - interval '30 minutes', 'failure', 'forn_error', 'forn failed'
+	_, err = pool.Exec(ctx, `INSERT INTO attempts (uid, model_id, attempt_no, started_at, deadline_at, finished_at, outcome, failure)
+		SELECT 'forn-done-' || i, 'bigcorp-forn-' || lpad(i::text, 5, '0'), 1, $1::timestamptz - interval '1 hour', $1::timestamptz, $1::timestamptz - interval '30 minutes', 'failure',
+			ROW(NULL, NULL, 'forn_error', 'forn failed')::attempt_failure
 		FROM generate_series(1, 100) i`, now)
 	require.NoError(t, err)
 	for _, id := range []string{foreignHeld, "acme.forn", "zz.forn"} {
