@@ -19,6 +19,16 @@ func policyCount(t *testing.T, b bundle) int {
 	return n
 }
 
+// twoPolicies stores models a and c with two policies, c's a longer
+// timeout than a's, and returns them.
+func twoPolicies(t *testing.T, b bundle) (a, c refresh.Model) {
+	t.Helper()
+	a, c = model("a", t0), model("c", t0)
+	c.Policy.Timeout *= 2
+	put(t, b.store, a, c)
+	return a, c
+}
+
 // A policy no model uses is deleted by the first pass at least
 // PolicyGrace after the pass that found it unused; one used again in
 // between is kept, and the models read the same policies throughout.
@@ -26,9 +36,7 @@ func TestPrunePolicies(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	a, c := model("a", t0), model("c", t0)
-	c.Policy.Timeout *= 2
-	put(t, b.store, a, c)
+	a, c := twoPolicies(t, b)
 	require.Equal(t, 2, policyCount(t, b))
 
 	prune := func(at time.Duration) int {
@@ -76,9 +84,7 @@ func TestPrunePoliciesWaitsForWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	a, c := model("a", t0), model("c", t0)
-	c.Policy.Timeout *= 2
-	put(t, b.store, a, c)
+	a, c := twoPolicies(t, b)
 	var old int64
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT policy_id FROM models WHERE id = 'c'`).Scan(&old))
 	c.Policy = a.Policy
@@ -119,9 +125,7 @@ func TestPrunerDeletesUnusedPolicies(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t)
-	a, c := model("a", t0), model("c", t0)
-	c.Policy.Timeout *= 2
-	put(t, b.store, a, c)
+	a, c := twoPolicies(t, b)
 	c.Policy = a.Policy
 	put(t, b.store, c)
 
