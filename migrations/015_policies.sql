@@ -44,18 +44,39 @@ $$;
 
 INSERT INTO policies (digest, policy)
 SELECT sha256(convert_to(p::text, 'UTF8')), p FROM (SELECT DISTINCT policy AS p FROM models) AS d;
-ALTER TABLE models ADD COLUMN policy_id bigint;
-UPDATE models m SET policy_id = p.id FROM policies p
+ALTER TABLE models
+    ADD COLUMN policy_id bigint,
+    ALTER COLUMN policy DROP NOT NULL,
+    ALTER COLUMN policy DROP DEFAULT;
+UPDATE models m SET policy_id = p.id, policy = NULL FROM policies p
 WHERE p.digest = sha256(convert_to(m.policy::text, 'UTF8'));
 ALTER TABLE models
     ALTER COLUMN policy_id SET NOT NULL,
-    ALTER COLUMN policy_id SET DEFAULT freshen_policy_id('{}'),
-    DROP COLUMN policy;
+    ALTER COLUMN policy_id SET DEFAULT freshen_policy_id('{}');
+
+-- models.policy stays for SQL written before this version: a policy it
+-- inserts or sets there is stored in policies, the row gets its id, and
+-- the column is left NULL (it always reads NULL). The trigger fires only
+-- for such writes, never for Freshen's own.
+CREATE FUNCTION freshen_models_policy() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.policy_id := freshen_policy_id(NEW.policy);
+    NEW.policy := NULL;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER models_policy BEFORE INSERT OR UPDATE OF policy ON models
+    FOR EACH ROW WHEN (NEW.policy IS NOT NULL) EXECUTE FUNCTION freshen_models_policy();
 
 ---- create above / drop below ----
 
-ALTER TABLE models ADD COLUMN policy jsonb NOT NULL DEFAULT '{}';
+DROP TRIGGER models_policy ON models;
+DROP FUNCTION freshen_models_policy();
 UPDATE models m SET policy = p.policy FROM policies p WHERE p.id = m.policy_id;
-ALTER TABLE models DROP COLUMN policy_id;
+ALTER TABLE models
+    ALTER COLUMN policy SET DEFAULT '{}',
+    ALTER COLUMN policy SET NOT NULL,
+    DROP COLUMN policy_id;
 DROP FUNCTION freshen_policy_id(jsonb);
 DROP TABLE policies;

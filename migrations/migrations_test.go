@@ -407,6 +407,20 @@ func TestPoliciesDown(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM policies`).Scan(&n))
 	require.Equal(t, 4, n)
 
+	// SQL written for version 14 still inserts and sets models.policy:
+	// the policy is stored once, the column left NULL.
+	_, err = conn.Exec(ctx, `INSERT INTO models (id, created_at, policy) VALUES ('g', now(), '{"timeout": "2h"}')`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `UPDATE models SET policy = '{"timeout": "4h"}' WHERE id = 'e'`)
+	require.NoError(t, err)
+	want = []string{`a {"timeout": "1h"}`, `b {"timeout": "1h"}`, `c {"timeout": "2h"}`, `d {}`, `e {"timeout": "4h"}`,
+		`f {"timeout": "3h"}`, `g {"timeout": "2h"}`}
+	require.Equal(t, want, policies(`SELECT m.id || ' ' || p.policy::text FROM models m JOIN policies p ON p.id = m.policy_id ORDER BY m.id`))
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM models WHERE policy IS NOT NULL`).Scan(&n))
+	require.Zero(t, n, "models.policy is left NULL")
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM policies`).Scan(&n))
+	require.Equal(t, 5, n)
+
 	migrateDown(t, conn, 14)
 	require.Equal(t, want, policies(`SELECT id || ' ' || policy::text FROM models ORDER BY id`))
 	require.NotContains(t, tables(t, conn), "policies")
