@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -36,3 +37,6 @@ func CachedPolicies(s *Store) int {
 
 // MaxCachedPolicies is maxCachedPolicies.
 const MaxCachedPolicies = maxCachedPolicies
+
+// Floor returns s's claim floor (zero: none).
+func Floor(s *Store) time.Time { return s.floor.next() }

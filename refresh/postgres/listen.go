@@ -11,8 +11,11 @@ import (
 // NotifyChannel is the PostgreSQL notification channel on which Modify and
 // ClaimDue announce, when they commit, that a model they wrote can become
 // due earlier than before: it was created, its RefreshAt moved earlier, or
-// it was resumed. The payload is the schema the store writes to, so stores
-// on different schemas of one database do not wake each other.
+// it was resumed. They send two notifications: the schema the store writes
+// to, so stores on different schemas of one database do not wake each
+// other, and the schema followed by a space and the earliest due time they
+// wrote, in microseconds since 1970, which lowers the claim floor of the
+// stores that listen (see claimFloor).
 const NotifyChannel = "freshen_due"
 
 // SetListenURL makes Listen connect to url, with the settings of sess,
@@ -80,6 +83,9 @@ func (s *Store) Listen(ctx context.Context) (*Listening, error) {
 		conn.Close(ctx)
 		return nil, storeError("listen for due models", err)
 	}
+	// The notifications sent while nobody listened are lost: the next
+	// claim scans from the start.
+	s.floor.drop()
 	wake, heard := make(chan struct{}, 1), make(chan struct{})
 	go func() {
 		defer close(wake)
@@ -99,7 +105,9 @@ func (s *Store) Listen(ctx context.Context) (*Listening, error) {
 				close(heard)
 				continue
 			}
-			if n.Payload != mine {
+			if due, ok := parseDuePayload(n.Payload, mine); ok {
+				s.floor.lower(due)
+			} else if n.Payload != mine {
 				continue
 			}
 			select {

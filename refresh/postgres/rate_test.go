@@ -201,8 +201,9 @@ func TestClaimLeavesOutHeldBacklog(t *testing.T) {
 
 // Without limits, a scheduler pass sends the statements it sent before
 // the rate limits: whether limits exist (at most once a second), then the
-// claim, the writes and the commit; nothing of the slots lock, the held
-// models or the logs of starts.
+// claim, the writes, the check of the claim floor (sent with the writes)
+// and the commit; nothing of the slots lock, the held models or the logs
+// of starts.
 func TestPassWithoutLimitsStatements(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -220,5 +221,5 @@ func TestPassWithoutLimitsStatements(t *testing.T) {
 		got = append(got, strings.Join(words[:min(3, len(words))], " "))
 	}
 	// The store is new: the models' policy is read once, after the claim.
-	require.Equal(t, []string{"SELECT EXISTS (SELECT", "BEGIN", "SELECT ctid, id,", "SELECT id, policy", "UPDATE models AS", "INSERT INTO outbox", "COMMIT"}, got)
+	require.Equal(t, []string{"SELECT EXISTS (SELECT", "BEGIN", "SELECT ctid, id,", "SELECT id, policy", "UPDATE models AS", "INSERT INTO outbox", "SELECT min(due_at) FROM", "COMMIT"}, got)
 }

@@ -53,6 +53,9 @@ type Store struct {
 	held heldCache
 	// events are the lifecycle names written to the outbox (SetEvents).
 	events refresh.EventNames
+	// floor is where a claim without limits starts its scan of the due
+	// models (see claimFloor).
+	floor claimFloor
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -564,7 +567,11 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	h := s.held.get()
 	var err error
 	if h.empty() {
-		err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next)
+		if from := s.floor.next(); !from.IsZero() {
+			err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition+` AND due_at >= $1`, from).Scan(&next)
+		} else {
+			err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next)
+		}
 	} else {
 		err = s.pool.QueryRow(ctx, nextDueHeldSQL, h.kinds, h.keys, h.tenants, h.until).Scan(&next)
 	}
@@ -577,12 +584,20 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return next.UTC(), true, nil
 }
 
-// claimSQL claims the due models that do not wait, by due_at then id.
-const claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
+// claimSQL claims the due models that do not wait, by due_at then id;
+// claimFromSQL those due from $3 on (see claimFloor).
+const (
+	claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 	WHERE due_at <= $1 AND NOT waiting_for_slot
 	ORDER BY due_at, id
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
+	claimFromSQL = `SELECT ctid, ` + modelColumns + ` FROM models
+	WHERE due_at <= $1 AND due_at >= $3 AND NOT waiting_for_slot
+	ORDER BY due_at, id
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED`
+)
 
 // ClaimDue locks up to limit due models that do not wait for a slot,
 // skipping those another transaction holds, earliest due_at first (then
@@ -595,6 +610,9 @@ const claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 // while the rows and the slots lock are held and before the commit: what
 // they do outside the database (pushing jobs) happens even if the commit
 // then fails.
+//
+// Without limits, the claim scans the due models from the store's floor up
+// (see claimFloor), and its transaction checks how far the floor may rise.
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
@@ -613,11 +631,19 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return err
 	}
 	var tx *tx
+	var fp floorPass
+	var fw floorWrite
 	if limited {
 		tx, err = s.beginClaimLimited(ctx, now, limit, collect)
 	} else {
 		s.held.set(held{})
-		tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit)
+		fp = s.floor.pass(now)
+		fw = floorWrite{check: true, from: fp.check, to: now.Add(-floorMargin)}
+		if fp.scan.IsZero() {
+			tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit)
+		} else {
+			tx, err = s.beginQuery(ctx, nil, collect, claimFromSQL, now, limit, fp.scan)
+		}
 	}
 	if err != nil {
 		return 0, storeError("claim due models", err)
@@ -640,8 +666,11 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if err != nil {
 		return len(due), err
 	}
+	// Once the transaction has ended, however: a commit that failed may
+	// have happened.
+	defer func() { s.floor.lower(fw.lowest) }()
 	// Without BeforeCommitFunc the commit goes with the writes.
-	if err := write(ctx, tx, locked, b, s.events); err != nil {
+	if err := write(ctx, tx, locked, b, s.events, &fw); err != nil {
 		return len(due), storeError("claim due models", err)
 	}
 	if b.BeforeCommitFunc != nil {
@@ -651,6 +680,14 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	}
 	if err := tx.commit(ctx); err != nil {
 		return len(due), storeError("claim due models", err)
+	}
+	if fw.checked {
+		// Every model due in [fw.from, fw.found or fw.to) is claimed.
+		at := fw.to
+		if fw.found != nil && fw.found.Before(at) {
+			at = fw.found.UTC()
+		}
+		s.floor.raise(at, fp)
 	}
 	return len(due), nil
 }
@@ -722,7 +759,9 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 	if err != nil {
 		return err
 	}
-	if err := write(ctx, tx, locked, b, s.events); err != nil {
+	var fw floorWrite
+	defer func() { s.floor.lower(fw.lowest) }()
+	if err := write(ctx, tx, locked, b, s.events, &fw); err != nil {
 		if errors.Is(err, errCreated) {
 			return err
 		}

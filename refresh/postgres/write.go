@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -151,7 +152,11 @@ func dueAt(m refresh.Model) time.Time {
 // one wins. The batch's events go to the outbox (queueEvents: those that
 // names and the Publisher need, in one row), its starts to the logs of
 // their rate limits (queueStarts). If a written
-// model can become due earlier than before, write notifies NotifyChannel.
+// model can become due earlier than before, write notifies NotifyChannel
+// (with the earliest such due time, which it also leaves in fw.lowest for
+// the claim floor once the transaction ends). With fw.check, it reads the
+// earliest model due in the range of the check that no claim holds
+// (fw.found), the last statement before the commit.
 //
 // History rows: the end of an attempt inserts its row (or completes the row
 // written at its start). A start writes no row when the model written holds
@@ -163,7 +168,7 @@ func dueAt(m refresh.Model) time.Time {
 // creates), and its end only to the transaction that takes the attempt
 // from its model: no two transactions write the same attempt at once, so
 // attempts needs no unique index on it (see sameAttempt).
-func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, names refresh.EventNames) error {
+func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, names refresh.EventNames, fw *floorWrite) error {
 	locked := held.models
 	changes := batch.Changes
 	// Without a hook to call before the commit, the commit goes with the
@@ -240,6 +245,9 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 		}
 		if next, prev := dueAt(c.Model), dueAt(old); !next.IsZero() && (prev.IsZero() || next.Before(prev)) {
 			notify = true
+			if fw.lowest.IsZero() || next.Before(fw.lowest) {
+				fw.lowest = next
+			}
 		}
 	}
 	if len(cycles) > 0 {
@@ -287,7 +295,17 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 	}
 	started := queueStarts(b, batch.Starts)
 	if notify {
-		b.Queue(`SELECT pg_notify($1, current_schema())`, NotifyChannel)
+		// The bare schema wakes the instances of versions before the
+		// floor; the other one carries the due time.
+		b.Queue(`SELECT pg_notify($1, current_schema()), pg_notify($1, current_schema() || ' ' || $2::text)`,
+			NotifyChannel, strconv.FormatInt(fw.lowest.UnixMicro(), 10))
+	}
+	if fw.check {
+		if fw.from.IsZero() {
+			b.Queue(`SELECT min(due_at) FROM models WHERE due_at < $1 AND NOT waiting_for_slot`, fw.to)
+		} else {
+			b.Queue(`SELECT min(due_at) FROM models WHERE due_at >= $1 AND due_at < $2 AND NOT waiting_for_slot`, fw.from, fw.to)
+		}
 	}
 	if commit {
 		b.Queue("COMMIT")
@@ -351,6 +369,12 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 			if _, err := res.Exec(); err != nil {
 				return fmt.Errorf("notify: %w", err)
 			}
+		}
+		if fw.check {
+			if err := res.QueryRow().Scan(&fw.found); err != nil {
+				return fmt.Errorf("check the claim floor: %w", err)
+			}
+			fw.checked = true
 		}
 		if commit {
 			// Ended either way: a COMMIT that fails rolls back.

@@ -1,0 +1,148 @@
+package postgres
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The claim reads due models through the index models_due_at, earliest
+// first. Every start and every outcome moves a model's due_at, which
+// leaves its old entry at the head of the index until vacuum removes it:
+// under a steady load, a claim that scans from the start walks past every
+// model started since the last vacuum (a million models at 2,000 starts a
+// second: some 1,300 index pages, 35 to 90 ms on a busy machine, before
+// the first live row).
+//
+// claimFloor lets the claims of one store skip that head: a claim without
+// limits scans from the floor up. It holds as long as no model that a
+// claim may take is due below it:
+//
+//   - A pass raises it. After its writes, in its transaction, the pass
+//     looks for the earliest model due from the floor up to its start less
+//     floorMargin that no claim took: one another transaction holds (SKIP
+//     LOCKED passed over it), one past the pass's batch or its payload
+//     budget. The floor rises to that model's due time, or to the pass's
+//     start less floorMargin if there is none. The margin covers the
+//     writes of others that are due at their own start and commit a
+//     moment later (a trigger, a model inserted with SQL).
+//   - A write that makes a model due earlier than before, below the floor,
+//     lowers it to that due time once it commits: a write of this store at
+//     once, one of another store through its notification (Listen), which
+//     carries the due time. A pass under way when the floor is lowered
+//     does not raise it (gen).
+//   - Every floorFullEvery one pass scans from the start anyway, for the
+//     models made due in the past by something that does not say so (SQL
+//     of one's own, a version of Freshen before the floor).
+type claimFloor struct {
+	mu sync.Mutex
+	// at is the floor; zero when the passes scan from the start.
+	at time.Time
+	// gen counts the lowerings: a pass raises the floor only if none came
+	// since it began.
+	gen uint64
+	// fullAt is the start of the last pass that scanned from the start.
+	fullAt time.Time
+}
+
+const (
+	// floorMargin is how far below a pass's start it may raise the floor.
+	// Each second of it is a second of claimed entries to walk past.
+	floorMargin = time.Second
+	// floorFullEvery is how often a pass scans from the start anyway.
+	floorFullEvery = 10 * time.Second
+)
+
+// floorPass is what a claim pass reads of the floor: where its scan
+// starts (zero: from the start), where its check starts (zero: from the
+// start, while there is no floor) and the generation to give raise.
+type floorPass struct {
+	scan, check time.Time
+	gen         uint64
+}
+
+// pass returns the floorPass of a pass starting at now.
+func (f *claimFloor) pass(now time.Time) floorPass {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := floorPass{scan: f.at, check: f.at, gen: f.gen}
+	if !f.at.IsZero() && (now.Sub(f.fullAt) >= floorFullEvery || now.Before(f.fullAt)) {
+		f.fullAt = now
+		p.scan = time.Time{}
+	}
+	return p
+}
+
+// next returns the floor for NextDue: zero for none.
+func (f *claimFloor) next() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.at
+}
+
+// raise moves the floor up to at, found by the check of a pass that read
+// p, unless the floor was lowered since.
+func (f *claimFloor) raise(at time.Time, p floorPass) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gen != p.gen {
+		return
+	}
+	if f.at.IsZero() {
+		// A full scan set the floor: the next periodic one is due
+		// floorFullEvery from now.
+		f.fullAt = at
+	}
+	if at.After(f.at) {
+		f.at = at
+	}
+}
+
+// lower moves the floor down to due, the due time of a model made due by
+// a write that committed; the zero time is none.
+func (f *claimFloor) lower(due time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.at.IsZero() || due.IsZero() || !due.Before(f.at) {
+		return
+	}
+	f.at = due
+	f.gen++
+}
+
+// drop drops the floor: the next pass scans from the start.
+func (f *claimFloor) drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at = time.Time{}
+	f.gen++
+}
+
+// floorWrite is what write does for the floor. In: with check, the
+// range [from, to) of a claim pass's check (from zero: from the start).
+// Out: found, the earliest model due in that range that no claim holds
+// (nil if none) and checked once it is read; lowest, the earliest due time
+// of a model the write made due earlier than before (zero if none).
+type floorWrite struct {
+	check    bool
+	from, to time.Time
+	found    *time.Time
+	checked  bool
+	lowest   time.Time
+}
+
+// parseDuePayload returns the due time that a notification on
+// NotifyChannel carries for schema: its payload is the schema, a space,
+// and the time in microseconds since 1970 (write).
+func parseDuePayload(payload, schema string) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(payload, schema+" ")
+	if !ok {
+		return time.Time{}, false
+	}
+	us, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).UTC(), true
+}
