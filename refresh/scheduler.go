@@ -314,6 +314,13 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool
 		res = TickResult{}
 		obs.reset()
 		jobs := s.tick(c, due, slots, now, &res, &obs)
+		if partial != nil && len(due) == limit && res.Waiting < limit {
+			// More may be due: a helper claims the next batch while this
+			// pass writes, pushes and commits its own (SKIP LOCKED keeps
+			// the batches apart), so that a crowd due at one instant
+			// starts sooner.
+			s.wakeHelper()
+		}
 		if len(jobs) > 0 {
 			// Pushed once the batch is written, just before it commits: a
 			// worker's outcome then seldom finds its model still locked.

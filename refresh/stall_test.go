@@ -67,34 +67,38 @@ func TestSchedulerPassesBesideAStalledOne(t *testing.T) {
 	}
 }
 
-// A full pass that is slow has no pass run beside it: the loop that runs
-// it goes on with the next batch, and one more pass would only compete.
-func TestSchedulerFullPassStallsAlone(t *testing.T) {
-	b := setup(t)
-	b.put(t, "first", `{"timeout": "10m"}`, true)
-	store := &slowStore{Store: b.store, held: make(chan struct{}), release: make(chan struct{})}
-	var passes atomic.Int32
-	// BatchSize 8: the first pass claims at most 1, and claims 1.
-	s, err := refresh.NewScheduler(refresh.SchedulerConfig{
-		Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, BatchSize: 8,
-		StallAfter: 20 * time.Millisecond,
-		TickedFunc: func(r refresh.TickResult, err error) { passes.Add(1) },
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Start(ctx) }()
-	<-store.held
-	b.put(t, "second", `{"timeout": "10m"}`, true)
-	b.clock.Advance(20 * time.Millisecond)
-	for range 100_000 {
-		runtimeGosched()
+// A pass that claims a full batch has a helper claim the next one beside
+// it, whatever Loops: a crowd due at one instant starts without waiting
+// for each pass to write, push and commit.
+func TestSchedulerFullPassHasAHelper(t *testing.T) {
+	for _, loops := range []int{1, 2} {
+		b := setup(t)
+		b.put(t, "first", `{"timeout": "10m"}`, true)
+		b.put(t, "second", `{"timeout": "10m"}`, true)
+		store := &slowStore{Store: b.store, held: make(chan struct{}), release: make(chan struct{})}
+		started := make(chan int, 10)
+		// BatchSize 8: the first pass claims at most 1, and claims 1.
+		s, err := refresh.NewScheduler(refresh.SchedulerConfig{
+			Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, BatchSize: 8, Loops: loops,
+			StallAfter: time.Hour,
+			TickedFunc: func(r refresh.TickResult, err error) {
+				require.NoError(t, err)
+				started <- r.Started
+			},
+		})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- s.Start(ctx) }()
+		<-store.held
+		require.Equal(t, 1, <-started, "a helper started the second model while the first pass is held")
+		jobs := b.queue.Take("q", 10)
+		require.Len(t, jobs, 2)
+		require.Equal(t, []string{"first", "second"}, []string{jobs[0].ModelID, jobs[1].ModelID})
+		close(store.release)
+		cancel()
+		require.NoError(t, <-done)
 	}
-	require.Zero(t, passes.Load(), "no pass ran beside the held one")
-	require.Len(t, b.queue.Take("q", 10), 1)
-	close(store.release)
-	cancel()
-	require.NoError(t, <-done)
 }
 
 // A full batch of models that only wait for a limit does not keep the

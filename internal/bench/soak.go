@@ -354,7 +354,7 @@ type steadyGrid struct {
 // grid, with the history pruned after horizon.
 func steadyServeFlags(horizon time.Duration) []string {
 	return []string{"--min-interval", "1s", "--history-max-age", horizon.String(),
-		"--prune-interval", min(10*time.Second, horizon/4).String()}
+		"--prune-interval", (horizon / 2).String()}
 }
 
 // loadSteady loads n models named prefix + index, due every n / rate
