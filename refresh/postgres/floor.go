@@ -30,8 +30,9 @@ import (
 //   - A write that makes a model due earlier than before, below the floor,
 //     lowers it to that due time once it commits: a write of this store at
 //     once, one of another store through its notification (Listen), which
-//     carries the due time. A pass under way when the floor is lowered
-//     does not raise it (gen).
+//     carries the due time. A pass under way when such a write commits,
+//     or one due below where that pass may raise the floor, does not raise
+//     it (gen).
 //   - Every floorFullEvery one pass scans from the start anyway, for the
 //     models made due in the past by something that does not say so (SQL
 //     of one's own, a version of Freshen before the floor).
@@ -42,8 +43,9 @@ type claimFloor struct {
 	// gen counts the lowerings: a pass raises the floor only if none came
 	// since it began.
 	gen uint64
-	// fullAt is the start of the last pass that scanned from the start.
-	fullAt time.Time
+	// lastNow is the latest start of a pass; fullAt that of the last
+	// pass that scanned from the start.
+	lastNow, fullAt time.Time
 }
 
 const (
@@ -66,6 +68,9 @@ type floorPass struct {
 func (f *claimFloor) pass(now time.Time) floorPass {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if now.After(f.lastNow) {
+		f.lastNow = now
+	}
 	p := floorPass{scan: f.at, check: f.at, gen: f.gen}
 	if !f.at.IsZero() && (now.Sub(f.fullAt) >= floorFullEvery || now.Before(f.fullAt)) {
 		f.fullAt = now
@@ -100,14 +105,19 @@ func (f *claimFloor) raise(at time.Time, p floorPass) {
 }
 
 // lower moves the floor down to due, the due time of a model made due by
-// a write that committed; the zero time is none.
+// a write that committed; the zero time is none. A due time above the
+// floor but below what a pass under way may raise it to (the latest
+// start less floorMargin) leaves the floor where it is, but that pass
+// does not raise it.
 func (f *claimFloor) lower(due time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.at.IsZero() || due.IsZero() || !due.Before(f.at) {
+	if due.IsZero() || !due.Before(f.lastNow.Add(-floorMargin)) {
 		return
 	}
-	f.at = due
+	if !f.at.IsZero() && due.Before(f.at) {
+		f.at = due
+	}
 	f.gen++
 }
 

@@ -21,15 +21,27 @@ func TestClaimFloor(t *testing.T) {
 	f.raise(t0.Add(-time.Hour), p)
 	require.Equal(t, t0.Add(-floorMargin), f.next())
 
-	// A write due at or above the floor leaves it; one below lowers it to
-	// its due time, and a pass under way then does not raise it again.
+	// A write due at or above the latest start less the margin leaves the
+	// floor; one above the floor but below that leaves it too, but a pass
+	// under way, which may raise the floor above it, does not.
 	f.lower(t0)
 	require.Equal(t, t0.Add(-floorMargin), f.next())
+	f.raise(t0, p)
+	require.Equal(t, t0, f.next())
+	p = f.pass(t0.Add(3 * time.Second))
+	f.lower(t0.Add(time.Second))
+	require.Equal(t, t0, f.next())
+	f.raise(t0.Add(2*time.Second), p)
+	require.Equal(t, t0, f.next(), "raised by a pass under way when a write due below its start came")
+
+	// One below the floor lowers it to its due time, and a pass under way
+	// then does not raise it again.
+	p = f.pass(t0.Add(3 * time.Second))
 	f.lower(t0.Add(-time.Minute))
 	require.Equal(t, t0.Add(-time.Minute), f.next())
 	f.raise(t0, p)
 	require.Equal(t, t0.Add(-time.Minute), f.next(), "raised by a pass that began before the lowering")
-	p = f.pass(t0.Add(2 * time.Second))
+	p = f.pass(t0.Add(4 * time.Second))
 	require.Equal(t, t0.Add(-time.Minute), p.scan)
 	f.raise(t0.Add(time.Second), p)
 	require.Equal(t, t0.Add(time.Second), f.next())

@@ -143,7 +143,7 @@ func dueAt(m refresh.Model) time.Time {
 	return m.DueAt()
 }
 
-// write stores batch b in t with at most ten statements sent in one
+// write stores batch b in t with its statements sent in one
 // round trip, followed, when the batch has no BeforeCommitFunc, by the
 // COMMIT. locked are the models the transaction holds: a change to one
 // of them updates it (or deletes it, with its history), any other change
