@@ -35,7 +35,9 @@ import (
 //     it (gen).
 //   - Every floorFullEvery one pass scans from the start anyway, for the
 //     models made due in the past by something that does not say so (SQL
-//     of one's own, a version of Freshen before the floor).
+//     of one's own, a version of Freshen before the floor). If it claims
+//     one below the floor, the floor goes down to it and the pass checks
+//     from the start: the next passes find the rest.
 type claimFloor struct {
 	mu sync.Mutex
 	// at is the floor; zero when the passes scan from the start.
@@ -119,6 +121,21 @@ func (f *claimFloor) lower(due time.Time) {
 		f.at = due
 	}
 	f.gen++
+}
+
+// below is called by a pass that scanned from the start and claimed a
+// model due at due, below the floor it read: something made models due
+// there without saying so, and there may be more. The floor goes down to
+// due, no pass under way raises it, and the returned floorPass has the
+// caller's pass check from the start and raise the floor from there.
+func (f *claimFloor) below(due time.Time) floorPass {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.at.IsZero() && due.Before(f.at) {
+		f.at = due
+	}
+	f.gen++
+	return floorPass{gen: f.gen}
 }
 
 // drop drops the floor: the next pass scans from the start.

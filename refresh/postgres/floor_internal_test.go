@@ -73,3 +73,17 @@ func TestParseDuePayload(t *testing.T) {
 		require.False(t, ok, bad)
 	}
 }
+
+func TestClaimFloorBelow(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	var f claimFloor
+	f.raise(t0, f.pass(t0.Add(floorMargin)))
+	under := f.pass(t0.Add(2 * time.Second))
+	p := f.below(t0.Add(-time.Hour))
+	require.Equal(t, t0.Add(-time.Hour), f.next())
+	require.True(t, p.scan.IsZero() && p.check.IsZero(), "the pass checks from the start")
+	f.raise(t0.Add(time.Second), under)
+	require.Equal(t, t0.Add(-time.Hour), f.next(), "a pass under way does not raise it")
+	f.raise(t0.Add(-time.Minute), p)
+	require.Equal(t, t0.Add(-time.Minute), f.next())
+}

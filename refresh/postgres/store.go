@@ -659,6 +659,20 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return 0, storeError("claim due models", err)
 	}
 	due := locked.models
+	if !limited && fp.scan.IsZero() && !fp.check.IsZero() {
+		// A pass that scanned from the start: did it find models due
+		// below the floor?
+		var low time.Time
+		for i := range due {
+			if d := dueAt(due[i]); d.Before(fp.check) && (low.IsZero() || d.Before(low)) {
+				low = d
+			}
+		}
+		if !low.IsZero() {
+			fp = s.floor.below(low)
+			fw.from = time.Time{}
+		}
+	}
 	if len(due) == 0 {
 		return 0, nil
 	}
