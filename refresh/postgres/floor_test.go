@@ -29,6 +29,20 @@ func claimAll(t *testing.T, s *postgres.Store, now time.Time, limit int) []strin
 	return ids
 }
 
+// at is t0 + d.
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// flooredStore returns a store whose claim floor is t0+1s: model a, due
+// at t0, claimed by a pass at t0+2s.
+func flooredStore(t *testing.T) bundle {
+	t.Helper()
+	b := setup(t)
+	put(t, b.store, model("a", t0))
+	require.Equal(t, []string{"a"}, claimAll(t, b.store, at(2*time.Second), 100))
+	require.Equal(t, at(time.Second), postgres.Floor(b.store), "the pass's start less a second")
+	return b
+}
+
 // The passes scan the due models from the claim floor up: a second before
 // the start of the last pass, or lower where its check found a due model
 // that no claim took (held by another transaction, past a full batch). A
@@ -37,12 +51,8 @@ func claimAll(t *testing.T, s *postgres.Store, now time.Time, limit int) []strin
 // every 10s.
 func TestClaimFloorSkipsTheClaimedHead(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := flooredStore(t)
 	ctx := context.Background()
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	put(t, b.store, model("a", t0))
-	require.Equal(t, []string{"a"}, claimAll(t, b.store, at(2*time.Second), 100))
-	require.Equal(t, at(time.Second), postgres.Floor(b.store), "the pass's start less a second")
 
 	// d is held by another transaction during a pass: the pass passes
 	// over it, and its check keeps the floor at d's due time.
@@ -125,11 +135,8 @@ func TestClaimFloorLoweredByNotification(t *testing.T) {
 // pass.
 func TestClaimFloorFindsACrowdBelowIt(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := flooredStore(t)
 	ctx := context.Background()
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	put(t, b.store, model("a", t0))
-	require.Equal(t, []string{"a"}, claimAll(t, b.store, at(2*time.Second), 100))
 	_, err := b.pool.Exec(ctx, `INSERT INTO models (id, queue, payload, created_at, refresh_at)
 		SELECT 'crowd-' || i, 'tables', '{}', $1, $1 FROM generate_series(1, 5) AS i`, at(-time.Hour))
 	require.NoError(t, err)
