@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // The claim reads due models through the index models_due_at, earliest
@@ -157,6 +159,16 @@ type floorWrite struct {
 	found    *time.Time
 	checked  bool
 	lowest   time.Time
+}
+
+// floorArg is a floor as a query argument: the zero time, no floor, is
+// -infinity, so that one statement serves a scan from the floor and one
+// from the start.
+func floorArg(at time.Time) pgtype.Timestamptz {
+	if at.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: at, Valid: true}
 }
 
 // parseDuePayload returns the due time that a notification on

@@ -488,9 +488,10 @@ func (s *Store) beginClaimLimited(ctx context.Context, now time.Time, limit int,
 		return nil, err
 	}
 	s.held.set(h)
-	query, args := claimSQL, []any{now, limit}
+	// With limits, from the start of the due models (no floor).
+	query, args := claimSQL, []any{now, limit, floorArg(time.Time{})}
 	if !h.empty() {
-		query, args = claimHeldSQL, append(args, h.kinds, h.keys, h.tenants)
+		query, args = claimHeldSQL, []any{now, limit, h.kinds, h.keys, h.tenants}
 	}
 	rows, err := tx.Query(ctx, query, args...)
 	if err == nil {

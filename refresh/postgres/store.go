@@ -567,11 +567,8 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	h := s.held.get()
 	var err error
 	if h.empty() {
-		if from := s.floor.next(); !from.IsZero() {
-			err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition+` AND due_at >= $1`, from).Scan(&next)
-		} else {
-			err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition).Scan(&next)
-		}
+		err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition+` AND due_at >= $1`,
+			floorArg(s.floor.next())).Scan(&next)
 	} else {
 		err = s.pool.QueryRow(ctx, nextDueHeldSQL, h.kinds, h.keys, h.tenants, h.until).Scan(&next)
 	}
@@ -584,20 +581,13 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return next.UTC(), true, nil
 }
 
-// claimSQL claims the due models that do not wait, by due_at then id;
-// claimFromSQL those due from $3 on (see claimFloor).
-const (
-	claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
-	WHERE due_at <= $1 AND NOT waiting_for_slot
-	ORDER BY due_at, id
-	LIMIT $2
-	FOR UPDATE SKIP LOCKED`
-	claimFromSQL = `SELECT ctid, ` + modelColumns + ` FROM models
+// claimSQL claims the due models that do not wait, by due_at then id,
+// from the floor $3 on (see claimFloor; floorArg).
+const claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 	WHERE due_at <= $1 AND due_at >= $3 AND NOT waiting_for_slot
 	ORDER BY due_at, id
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
-)
 
 // ClaimDue locks up to limit due models that do not wait for a slot,
 // skipping those another transaction holds, earliest due_at first (then
@@ -639,11 +629,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		s.held.set(held{})
 		fp = s.floor.pass(now)
 		fw = floorWrite{check: true, from: fp.check, to: now.Add(-floorMargin)}
-		if fp.scan.IsZero() {
-			tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit)
-		} else {
-			tx, err = s.beginQuery(ctx, nil, collect, claimFromSQL, now, limit, fp.scan)
-		}
+		tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit, floorArg(fp.scan))
 	}
 	if err != nil {
 		return 0, storeError("claim due models", err)
