@@ -58,11 +58,21 @@ const insertAttempts = `INSERT INTO attempts (` + attemptColumns + `)
 // the rows of the same model, start and uid written when they started (by
 // a start not held by its model, or by an earlier version, which wrote a
 // row at every start), and inserts the others.
+//
+// Each ended attempt looks for its row on its own (a LATERAL subquery that
+// LIMIT keeps from being merged into a join), so that the lookup is one
+// probe of attempts_model_started per attempt whatever the statistics of
+// attempts say. As a plain join, while the table grows faster than its
+// statistics (a new deployment, a burst after a prune), the planner took a
+// merge join that read and sorted the whole table at every batch.
 const endAttempts = `WITH v AS (` + attemptRows + `),
 	ended AS (
 		UPDATE attempts a SET attempt_no = v.attempt_no, deadline_at = v.deadline_at,
 			finished_at = v.finished_at, outcome = v.outcome, failure = v.failure
-		FROM v WHERE ` + sameAttempt + `
+		FROM v CROSS JOIN LATERAL (
+			SELECT a.ctid AS tid FROM attempts a WHERE ` + sameAttempt + ` LIMIT 1
+		) found
+		WHERE a.ctid = found.tid
 		RETURNING a.uid
 	)
 	INSERT INTO attempts (` + attemptColumns + `)
