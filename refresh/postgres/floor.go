@@ -21,8 +21,8 @@ import (
 // limits scans from the floor up. It holds as long as no model that a
 // claim may take is due below it:
 //
-//   - A pass raises it. After its writes, in its transaction, the pass
-//     looks for the earliest model due from the floor up to its start less
+//   - A pass raises it. After its writes, in its transaction (a pass that
+//     claimed nothing: after its claim), the pass looks for the earliest model due from the floor up to its start less
 //     floorMargin that no claim took: one another transaction holds (SKIP
 //     LOCKED passed over it), one past the pass's batch or its payload
 //     budget. The floor rises to that model's due time, or to the pass's
@@ -159,6 +159,19 @@ type floorWrite struct {
 	found    *time.Time
 	checked  bool
 	lowest   time.Time
+}
+
+// floorCheckSQL is the check of a claim pass: the earliest model due in
+// [$1, $2) that does not wait for a slot, after the pass's own writes.
+const floorCheckSQL = `SELECT min(due_at) FROM models WHERE due_at >= $1 AND due_at < $2 AND NOT waiting_for_slot`
+
+// ceiling is where the check lets the floor rise: every model due in
+// [fw.from, fw.found or fw.to) is claimed.
+func (fw *floorWrite) ceiling() time.Time {
+	if fw.found != nil && fw.found.Before(fw.to) {
+		return fw.found.UTC()
+	}
+	return fw.to
 }
 
 // floorArg is a floor as a query argument: the zero time, no floor, is

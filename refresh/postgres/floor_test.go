@@ -64,6 +64,8 @@ func TestClaimFloorSkipsTheClaimedHead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"e"}, claimAll(t, b.store, at(4*time.Second), 100))
 	require.Equal(t, at(1500*time.Millisecond), postgres.Floor(b.store), "d's due time")
+	require.Empty(t, claimAll(t, b.store, at(4500*time.Millisecond), 100))
+	require.Equal(t, at(1500*time.Millisecond), postgres.Floor(b.store), "a pass that claims nothing checks too, and finds d")
 	require.NoError(t, holder.Rollback(ctx))
 	require.Equal(t, []string{"d"}, claimAll(t, b.store, at(5*time.Second), 100), "d, free again, lies above the floor")
 
@@ -78,6 +80,7 @@ func TestClaimFloorSkipsTheClaimedHead(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `UPDATE models SET refresh_at = $1 WHERE id = 'b'`, at(-2*time.Hour))
 	require.NoError(t, err)
 	require.Empty(t, claimAll(t, b.store, at(9*time.Second), 100), "b lies below the floor")
+	require.Equal(t, at(8*time.Second), postgres.Floor(b.store), "a pass that claims nothing raises the floor too")
 	put(t, b.store, model("later", at(time.Hour)))
 	next, ok, err := b.store.NextDue(ctx)
 	require.NoError(t, err)

@@ -660,6 +660,16 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		}
 	}
 	if len(due) == 0 {
+		if !limited {
+			// A pass that claimed nothing checks too (its transaction
+			// holds nothing): the floor rises past the models claimed
+			// since the last check, so that the next passes and NextDue
+			// skip their dead entries rather than walk them each time.
+			if err := tx.QueryRow(ctx, floorCheckSQL, floorArg(fw.from), fw.to).Scan(&fw.found); err != nil {
+				return 0, storeError("check the claim floor", err)
+			}
+			s.floor.raise(fw.ceiling(), fp)
+		}
 		return 0, nil
 	}
 	b, err := fn(due, slots)
@@ -682,12 +692,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		return len(due), storeError("claim due models", err)
 	}
 	if fw.checked {
-		// Every model due in [fw.from, fw.found or fw.to) is claimed.
-		at := fw.to
-		if fw.found != nil && fw.found.Before(at) {
-			at = fw.found.UTC()
-		}
-		s.floor.raise(at, fp)
+		s.floor.raise(fw.ceiling(), fp)
 	}
 	return len(due), nil
 }

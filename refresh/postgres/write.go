@@ -311,7 +311,7 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 			NotifyChannel, strconv.FormatInt(fw.lowest.UnixMicro(), 10))
 	}
 	if fw.check {
-		b.Queue(`SELECT min(due_at) FROM models WHERE due_at >= $1 AND due_at < $2 AND NOT waiting_for_slot`, floorArg(fw.from), fw.to)
+		b.Queue(floorCheckSQL, floorArg(fw.from), fw.to)
 	}
 	if commit {
 		b.Queue("COMMIT")
