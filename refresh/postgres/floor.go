@@ -163,7 +163,14 @@ type floorWrite struct {
 
 // floorCheckSQL is the check of a claim pass: the earliest model due in
 // [$1, $2) that does not wait for a slot, after the pass's own writes.
-const floorCheckSQL = `SELECT min(due_at) FROM models WHERE due_at >= $1 AND due_at < $2 AND NOT waiting_for_slot`
+//
+// It and NextDue read the first entry of models_due_at with ORDER BY and
+// LIMIT rather than min(): the planner turns min() into that only when its
+// statistics say so, and statistics taken while every model was due in the
+// past (a crowd loaded at once) had it count every entry from the floor
+// up, claimed ones included: 0.4 to 0.7 s a call at 200,000 models.
+const floorCheckSQL = `SELECT (SELECT due_at FROM models WHERE due_at >= $1 AND due_at < $2 AND NOT waiting_for_slot
+	ORDER BY due_at LIMIT 1)`
 
 // ceiling is where the check lets the floor rise: every model due in
 // [fw.from, fw.found or fw.to) is claimed.

@@ -567,7 +567,8 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	h := s.held.get()
 	var err error
 	if h.empty() {
-		err = s.pool.QueryRow(ctx, `SELECT min(due_at) FROM models WHERE `+dueCondition+` AND due_at >= $1`,
+		err = s.pool.QueryRow(ctx, `SELECT (SELECT due_at FROM models WHERE `+dueCondition+` AND due_at >= $1
+			ORDER BY due_at LIMIT 1)`,
 			floorArg(s.floor.next())).Scan(&next)
 	} else {
 		err = s.pool.QueryRow(ctx, nextDueHeldSQL, h.kinds, h.keys, h.tenants, h.until).Scan(&next)
