@@ -312,9 +312,9 @@ func TestSchedulerLoops(t *testing.T) {
 	require.Len(t, seen, 23)
 }
 
-// After a wait, Start's first pass claims an eighth of BatchSize, and each
-// full pass doubles the next one's, up to BatchSize; a full pass also has
-// a helper claim a batch of BatchSize beside it.
+// After a wait, Start's first pass claims an eighth of BatchSize and the
+// passes after a full one claim BatchSize; a full pass also has a helper
+// claim a batch of BatchSize beside it.
 func TestSchedulerRampsUp(t *testing.T) {
 	b := setup(t)
 	for i := range 40 {
@@ -335,6 +335,7 @@ func TestSchedulerRampsUp(t *testing.T) {
 		total += r.Claimed
 	}
 	require.Equal(t, 2, claimed[0], "the first pass claims an eighth of BatchSize")
+	require.Contains(t, claimed[1:], 16, "the next passes claim whole batches")
 	for _, n := range claimed {
 		require.LessOrEqual(t, n, 16)
 	}

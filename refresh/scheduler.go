@@ -155,10 +155,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	defer helpers.Wait()
 	backoff := time.Duration(0)
-	// After a wait, the first passes claim smaller batches, doubling up
-	// to BatchSize: the first jobs of a crowd of due models reach workers
-	// sooner, so that workers and outcomes get going while the next
-	// batches are claimed.
+	// After a wait, the first pass claims a smaller batch: the first jobs
+	// of a crowd of due models reach workers sooner, so that workers and
+	// outcomes get going while the next batches are claimed. If it is
+	// full, a helper claims a whole batch beside it at once, and the
+	// passes after it claim whole batches: a crowd due at one second
+	// (models sharing a schedule) is claimed in as few passes as it
+	// takes, since each model's start is the instant its pass began.
 	limit := s.firstBatch()
 	for ctx.Err() == nil {
 		res, err := s.pass(ctx, limit)
@@ -173,7 +176,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			wait = backoff
 		case full(res, limit):
 			backoff = 0
-			limit = min(2*limit, s.cfg.BatchSize)
+			limit = s.cfg.BatchSize
 			continue
 		case res.Claimed > res.Waiting && res.NextAdmit.IsZero():
 			// The pass started models, fewer than a batch: under a steady
