@@ -31,7 +31,8 @@ type SchedulerConfig struct {
 	BatchSize int
 	// Loops is how many passes Start runs at once while models are due by
 	// the batch (default 1): while one pass waits on the database or the
-	// queue, another computes. Each holds a database connection.
+	// queue, another computes. Each holds a database connection. One more
+	// runs beside a pass that claims a full batch or stalls (StallAfter).
 	Loops int
 	// MaxSleep is the longest the loop sleeps without looking at the store,
 	// so that models written by other instances are seen (default 1m).
@@ -146,11 +147,12 @@ func (s *Scheduler) Wake() {
 // models wait for a slot, at most until a rate limit that held a start
 // back admits one again, TickResult.NextAdmit) or a Wake. A failed pass
 // is logged and retried with backoff. While passes claim full batches,
-// Loops-1 helpers run passes beside it. It returns nil when ctx ends.
+// Loops-1 helpers run passes beside it, and one more beside a full or
+// stalled pass. It returns nil when ctx ends.
 func (s *Scheduler) Start(ctx context.Context) error {
 	var helpers sync.WaitGroup
-	// Loops-1 helpers, and at least one for a stalled pass.
-	for range max(s.cfg.Loops-1, 1) {
+	// Loops-1 helpers, and one more for a full or stalled pass.
+	for range s.cfg.Loops {
 		helpers.Go(func() { s.help(ctx) })
 	}
 	defer helpers.Wait()

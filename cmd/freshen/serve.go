@@ -223,7 +223,7 @@ func NewMain(logOut io.Writer) *Main {
 			Addr:            ":8080",
 			RedisPrefix:     queue.DefaultPrefix,
 			BatchSize:       refresh.DefaultBatchSize,
-			ClaimLoops:      1,
+			ClaimLoops:      2,
 			GCMinHeapMiB:    defaultGCMinHeapMiB,
 			MemoryLimitMiB:  memoryLimitFor(refresh.DefaultBatchSize, defaultGCMinHeapMiB),
 			InstanceID:      defaultInstanceID(),
@@ -471,8 +471,8 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	s.ApplicationName = "freshen/" + c.InstanceID
 	// The loops hold a connection each while they work, and so does the
-	// pass run beside a slow one; the API, the health checks and the
-	// publisher use a few more.
+	// pass run beside a slow or full one; the API, the health checks and
+	// the publisher use a few more.
 	s.MaxConns = int32(c.ClaimLoops + 7)
 	if err := c.Webhook.check(); err != nil {
 		return err
