@@ -231,15 +231,18 @@ func (s *Scheduler) pass(ctx context.Context, limit int) (TickResult, error) {
 	// pass leaves the next batch to the loop that runs it, or to the
 	// helpers it wakes (Loops); one more pass would only compete with it.
 	var partial atomic.Bool
+	stop := func() bool { return false }
 	if c, ok := s.cfg.Clock.(funcClock); ok {
-		stop := c.AfterFunc(s.cfg.StallAfter, func() {
+		stop = c.AfterFunc(s.cfg.StallAfter, func() {
 			if partial.Load() {
 				s.wakeHelper()
 			}
 		})
-		defer stop()
 	}
 	res, err := s.runOnce(ctx, limit, &partial)
+	// The pass is over: its stall timer goes before anyone hears of it
+	// (TickedFunc), so that it never outlives the pass.
+	stop()
 	if ctx.Err() != nil {
 		return res, err
 	}
