@@ -22,10 +22,10 @@ import (
 // claim may take is due below it:
 //
 //   - A pass raises it. After its writes, in its transaction (a pass that
-//     claimed nothing: after its claim), the pass looks for the earliest model due from the floor up to its start less
-//     floorMargin that no claim took: one another transaction holds (SKIP
-//     LOCKED passed over it), one past the pass's batch or its payload
-//     budget. The floor rises to that model's due time, or to the pass's
+//     claimed nothing: after its claim), the pass looks for the earliest
+//     model due from the floor up to its start less floorMargin that no
+//     claim took: one another transaction holds (SKIP LOCKED passed over
+//     it), one past the pass's batch or its payload budget. The floor rises to that model's due time, or to the pass's
 //     start less floorMargin if there is none. The margin covers the
 //     writes of others that are due at their own start and commit a
 //     moment later (a trigger, a model inserted with SQL).
