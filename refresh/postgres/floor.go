@@ -25,10 +25,11 @@ import (
 //     claimed nothing: after its claim), the pass looks for the earliest
 //     model due from the floor up to its start less floorMargin that no
 //     claim took: one another transaction holds (SKIP LOCKED passed over
-//     it), one past the pass's batch or its payload budget. The floor rises to that model's due time, or to the pass's
-//     start less floorMargin if there is none. The margin covers the
-//     writes of others that are due at their own start and commit a
-//     moment later (a trigger, a model inserted with SQL).
+//     it), one past the pass's batch or its payload budget. The floor
+//     rises to that model's due time, or to the pass's start less
+//     floorMargin if there is none. The margin covers the writes of
+//     others that are due at their own start and commit a moment later
+//     (a trigger, a model inserted with SQL).
 //   - A write that makes a model due earlier than before, below the floor,
 //     lowers it to that due time once it commits: a write of this store at
 //     once, one of another store through its notification (Listen), which
