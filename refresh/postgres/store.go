@@ -56,6 +56,8 @@ type Store struct {
 	// floor is where a claim without limits starts its scan of the due
 	// models (see claimFloor).
 	floor claimFloor
+	// cursor holds where the full batches of the claims under way end.
+	cursor claimCursor
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -590,6 +592,14 @@ const claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
 
+// claimAfterSQL is claimSQL from past the key ($4, $5) on (see
+// claimCursor).
+const claimAfterSQL = `SELECT ctid, ` + modelColumns + ` FROM models
+	WHERE due_at <= $1 AND due_at >= $3 AND (due_at, id) > ($4, $5) AND NOT waiting_for_slot
+	ORDER BY due_at, id
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED`
+
 // ClaimDue locks up to limit due models that do not wait for a slot,
 // skipping those another transaction holds, earliest due_at first (then
 // by id). While limits exist or models wait for a slot (as last read, at
@@ -630,12 +640,23 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		s.held.set(held{})
 		fp = s.floor.pass(now)
 		fw = floorWrite{check: true, from: fp.check, to: now.Add(-floorMargin)}
-		tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit, floorArg(fp.scan))
+		// The pass that scans from the start for the floor's sake
+		// (claimFloor) scans all of it.
+		if k := s.cursor.last(); k != nil && !(fp.scan.IsZero() && !fp.check.IsZero()) {
+			tx, err = s.beginQuery(ctx, nil, collect, claimAfterSQL, now, limit, floorArg(fp.scan), k.due, k.id)
+		} else {
+			tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit, floorArg(fp.scan))
+		}
 	}
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
 	defer tx.rollback() // a no-op after the commit
+	if !limited && len(locked.models) == limit {
+		// The passes that start while this one holds its batch scan from
+		// past it.
+		defer s.cursor.hold(keyOf(&locked.models[limit-1]))()
+	}
 	var slots refresh.Slots
 	if limited {
 		if slots, err = s.claimForSlots(ctx, tx, now, limit, &locked, budget); err != nil {
