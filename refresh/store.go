@@ -58,7 +58,9 @@ type Store interface {
 	// limit that no longer exists; then waiting models in that order, as
 	// many as the batch has room for. Concurrent callers never receive the
 	// same model, and take turns while limits exist, so that slots and
-	// starts go in that order across instances. It passes models in that
+	// starts go in that order across instances. Without limits, a call
+	// made while another holds a full batch may start past that batch and
+	// leave models due before its end to the calls after it. It passes models in that
 	// order only while their payloads add up to at most BatchPayloadBytes
 	// (the first one whatever its size): the models it leaves out stay due
 	// for the next call. It returns how many models were claimed (passed

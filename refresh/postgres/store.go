@@ -613,7 +613,9 @@ const claimAfterSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 // then fails.
 //
 // Without limits, the claim scans the due models from the store's floor up
-// (see claimFloor), and its transaction checks how far the floor may rise.
+// (see claimFloor), or from past the full batches that the store's other
+// claims under way hold (see claimCursor), and its transaction checks how
+// far the floor may rise.
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
