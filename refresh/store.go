@@ -60,10 +60,10 @@ type Store interface {
 	// same model, and take turns while limits exist, so that slots and
 	// starts go in that order across instances. Without limits, a call
 	// made while another holds a full batch may start past that batch and
-	// leave models due before its end to the calls after it. It passes models in that
-	// order only while their payloads add up to at most BatchPayloadBytes
-	// (the first one whatever its size): the models it leaves out stay due
-	// for the next call. It returns how many models were claimed (passed
+	// leave models due before its end to the calls after it. It passes
+	// models in that order only while their payloads add up to at most
+	// BatchPayloadBytes (the first one whatever its size): the models it
+	// leaves out stay due for the next call. It returns how many models were claimed (passed
 	// to fn).
 	//
 	// slots holds the limits that cover at least one claimed or waiting
