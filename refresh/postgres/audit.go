@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/freshen-dev/freshen/refresh"
 )
@@ -22,40 +20,35 @@ const insertAudit = `INSERT INTO audit (model_id, at, actor, action, reason, bul
 		AS u(model_id, at, actor, action, reason, bulk, triggered, changes, n)
 	ORDER BY u.n`
 
-// auditArrays holds a batch's audit entries column by column.
-type auditArrays struct {
-	modelID, actor, action []string
-	at                     []time.Time
-	reason, changes        array[pgtype.Text]
-	bulk, triggered        []bool
-}
-
 // queueAudit queues the insert of entries on b, and reports whether it
 // queued one.
 func queueAudit(b *pgx.Batch, entries []refresh.AuditEntry) (bool, error) {
 	if len(entries) == 0 {
 		return false, nil
 	}
-	var a auditArrays
+	n := len(entries)
+	modelID, at, actor, action := newArrayText(n, idSize), newArrayText(n, timeSize), newArrayText(n, 0), newArrayText(n, 0)
+	reason, bulk, triggered, changes := newArrayText(n, 0), newArrayText(n, boolSize), newArrayText(n, boolSize), newArrayText(n, 0)
 	for _, e := range entries {
-		var changes pgtype.Text
 		if len(e.Changes) > 0 {
 			data, err := json.Marshal(e.Changes)
 			if err != nil {
 				return false, fmt.Errorf("audit of model %q: encode changes: %w", e.ModelID, err)
 			}
-			changes = textNotNull(string(data))
+			changes.textBytes(data)
+		} else {
+			changes.null()
 		}
-		a.modelID = append(a.modelID, e.ModelID)
-		a.at = append(a.at, e.At)
-		a.actor = append(a.actor, e.Actor)
-		a.action = append(a.action, e.Action)
-		a.reason = append(a.reason, text(e.Reason))
-		a.bulk = append(a.bulk, e.Bulk)
-		a.triggered = append(a.triggered, e.Trigger)
-		a.changes = append(a.changes, changes)
+		modelID.text(e.ModelID)
+		at.timeNotNull(e.At)
+		actor.text(e.Actor)
+		action.text(e.Action)
+		reason.textOrNull(e.Reason)
+		bulk.bool(e.Bulk)
+		triggered.bool(e.Trigger)
 	}
-	b.Queue(insertAudit, a.modelID, a.at, a.actor, a.action, a.reason, a.bulk, a.triggered, a.changes)
+	b.Queue(insertAudit, modelID.value(), at.value(), actor.value(), action.value(), reason.value(),
+		bulk.value(), triggered.value(), changes.value())
 	return true, nil
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -140,17 +139,14 @@ func ParseConfig(url string, s Session) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// registerTypes names the PostgreSQL types of the store's own argument
-// types on conn, so that they are also sent in text form, in the exec
-// modes that send arguments without asking the server for their types
-// (exec, the default, and simple_protocol). A []byte argument is text
-// (JSON the store wrote), not bytea: no column of the schema is bytea.
+// registerTypes names the PostgreSQL type of a []byte argument on conn,
+// for the exec modes that send arguments without asking the server for
+// their types (exec, the default, and simple_protocol): text (JSON the
+// store wrote), not bytea; no column of the schema is bytea. The store's
+// arrays are sent as text already (arrayText).
 func registerTypes(_ context.Context, conn *pgx.Conn) error {
 	m := conn.TypeMap()
 	m.RegisterDefaultPgType([]byte{}, "text")
-	m.RegisterDefaultPgType(array[pgtype.Text]{}, "_text")
-	m.RegisterDefaultPgType(array[pgtype.Timestamptz]{}, "_timestamptz")
-	m.RegisterDefaultPgType(array[pgtype.TID]{}, "_tid")
 	return nil
 }
 

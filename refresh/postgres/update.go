@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -216,267 +215,256 @@ func sameLastError(a, b *refresh.LastError) bool {
 	return a.Kind == b.Kind && a.Message == b.Message && a.At.Equal(b.At)
 }
 
-// array is a parameter of one dimension whose elements pgx encodes
-// through pointers to them: a slice of pgtype values would have each
-// element copied into an interface, by reflection.
-type array[T any] []T
-
-func (a array[T]) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
-}
-
-func (a array[T]) Index(i int) any { return &a[i] }
-
-func (a array[T]) IndexType() any { return new(T) }
-
 // updateArrays holds the columns of mask of a batch of models, column by
 // column, the shape that updateStatement reads (and insertModels, with
-// allColumns).
+// allColumns): each column's array in its text form.
 type updateArrays struct {
-	mask                                           uint32
-	tid                                            array[pgtype.TID]
-	id, queue                                      array[pgtype.Text]
-	payload, policy                                array[pgtype.Text]
-	createdAt                                      array[pgtype.Timestamptz]
-	refreshAt, deadlineAt, startedAt, failingSince array[pgtype.Timestamptz]
-	lastSuccessAt, lastErrorAt, disabledAt         array[pgtype.Timestamptz]
-	attemptNo, consecutiveFailures                 []int32
-	attemptUID, lastErrorKind, lastErrorMessage    array[pgtype.Text]
-	disabledReason, statusMessage                  array[pgtype.Text]
-	paused                                         []bool
-	upstreams, upstreamsMode, debounceCause        array[pgtype.Text]
-	lastChangedAt, debounceAt, debounceSince       array[pgtype.Timestamptz]
-	overdueSince, overdueAt, snoozedSince          array[pgtype.Timestamptz]
-	waitingForSlot, offSchedule, waitTooLong       []bool
-	waitingLimit, waitingTenant, rateKey           array[pgtype.Text]
-	waitingUntil                                   array[pgtype.Timestamptz]
+	mask uint32
+	// tid holds the rows' ctids (updates only).
+	tid, id                                        *arrayText
+	queue, payload, policy                         *arrayText
+	createdAt                                      *arrayText
+	refreshAt, deadlineAt, startedAt, failingSince *arrayText
+	lastSuccessAt, lastErrorAt, disabledAt         *arrayText
+	attemptNo, consecutiveFailures                 *arrayText
+	attemptUID, lastErrorKind, lastErrorMessage    *arrayText
+	disabledReason, statusMessage                  *arrayText
+	paused                                         *arrayText
+	upstreams, upstreamsMode, debounceCause        *arrayText
+	lastChangedAt, debounceAt, debounceSince       *arrayText
+	overdueSince, overdueAt, snoozedSince          *arrayText
+	waitingForSlot, offSchedule, waitTooLong       *arrayText
+	waitingLimit, waitingTenant, rateKey           *arrayText
+	waitingUntil                                   *arrayText
 }
 
-func newUpdateArrays(mask uint32, n int) *updateArrays {
-	a := &updateArrays{mask: mask, id: make(array[pgtype.Text], 0, n)}
-	has := func(c column) bool { return mask&(1<<c) != 0 }
-	texts := func(c column) array[pgtype.Text] {
-		if has(c) {
-			return make(array[pgtype.Text], 0, n)
+// The sizes an element of each kind of column takes, about, in its text.
+const (
+	idSize   = 24
+	timeSize = 30
+	intSize  = 4
+	boolSize = 1
+	tidSize  = 12
+)
+
+// newUpdateArrays returns the arrays of the columns of mask for n models,
+// with their ctids if withTID (an update's).
+func newUpdateArrays(mask uint32, n int, withTID bool) *updateArrays {
+	a := &updateArrays{mask: mask, id: newArrayText(n, idSize)}
+	if withTID {
+		a.tid = newArrayText(n, tidSize)
+	}
+	col := func(c column, size int) *arrayText {
+		if mask&(1<<c) != 0 {
+			return newArrayText(n, size)
 		}
 		return nil
 	}
-	times := func(c column) array[pgtype.Timestamptz] {
-		if has(c) {
-			return make(array[pgtype.Timestamptz], 0, n)
-		}
-		return nil
-	}
-	a.queue, a.payload, a.policy = texts(colQueue), texts(colPayload), texts(colPolicy)
-	a.createdAt = times(colCreatedAt)
-	a.refreshAt, a.deadlineAt, a.startedAt = times(colRefreshAt), times(colDeadlineAt), times(colStartedAt)
-	a.failingSince, a.lastSuccessAt, a.disabledAt = times(colFailingSince), times(colLastSuccessAt), times(colDisabledAt)
-	if has(colAttemptNo) {
-		a.attemptNo = make([]int32, 0, n)
-	}
-	if has(colConsecutiveFailures) {
-		a.consecutiveFailures = make([]int32, 0, n)
-	}
-	a.attemptUID, a.disabledReason, a.statusMessage = texts(colAttemptUID), texts(colDisabledReason), texts(colStatusMessage)
-	a.lastErrorKind, a.lastErrorMessage, a.lastErrorAt = texts(colLastError), texts(colLastError), times(colLastError)
-	if has(colPaused) {
-		a.paused = make([]bool, 0, n)
-	}
-	a.upstreams, a.upstreamsMode = texts(colUpstreams), texts(colUpstreamsMode)
-	a.lastChangedAt, a.overdueSince, a.overdueAt, a.snoozedSince = times(colLastChangedAt), times(colOverdueSince), times(colOverdueAt), times(colSnoozedSince)
-	a.debounceAt, a.debounceSince, a.debounceCause = times(colDebounce), times(colDebounce), texts(colDebounce)
-	if has(colWaitingForSlot) {
-		a.waitingForSlot, a.waitingLimit = make([]bool, 0, n), texts(colWaitingForSlot)
-		a.waitingUntil, a.waitingTenant = times(colWaitingForSlot), texts(colWaitingForSlot)
-		a.waitTooLong = make([]bool, 0, n)
-	}
-	a.rateKey = texts(colRateKey)
-	if has(colOffSchedule) {
-		a.offSchedule = make([]bool, 0, n)
-	}
+	a.queue, a.payload, a.policy = col(colQueue, idSize), col(colPayload, 0), col(colPolicy, 0)
+	a.createdAt = col(colCreatedAt, timeSize)
+	a.refreshAt, a.deadlineAt, a.startedAt = col(colRefreshAt, timeSize), col(colDeadlineAt, timeSize), col(colStartedAt, timeSize)
+	a.failingSince, a.lastSuccessAt, a.disabledAt = col(colFailingSince, timeSize), col(colLastSuccessAt, timeSize), col(colDisabledAt, timeSize)
+	a.attemptNo, a.consecutiveFailures = col(colAttemptNo, intSize), col(colConsecutiveFailures, intSize)
+	a.attemptUID, a.disabledReason, a.statusMessage = col(colAttemptUID, idSize), col(colDisabledReason, 0), col(colStatusMessage, 0)
+	a.lastErrorKind, a.lastErrorMessage, a.lastErrorAt = col(colLastError, idSize), col(colLastError, 0), col(colLastError, timeSize)
+	a.paused = col(colPaused, boolSize)
+	a.upstreams, a.upstreamsMode = col(colUpstreams, 0), col(colUpstreamsMode, 0)
+	a.lastChangedAt, a.overdueSince = col(colLastChangedAt, timeSize), col(colOverdueSince, timeSize)
+	a.overdueAt, a.snoozedSince = col(colOverdueAt, timeSize), col(colSnoozedSince, timeSize)
+	a.debounceAt, a.debounceSince, a.debounceCause = col(colDebounce, timeSize), col(colDebounce, timeSize), col(colDebounce, 0)
+	a.waitingForSlot, a.waitingLimit = col(colWaitingForSlot, boolSize), col(colWaitingForSlot, 0)
+	a.waitingUntil, a.waitingTenant = col(colWaitingForSlot, timeSize), col(colWaitingForSlot, 0)
+	a.waitTooLong = col(colWaitingForSlot, boolSize)
+	a.offSchedule, a.rateKey = col(colOffSchedule, boolSize), col(colRateKey, 0)
 	return a
 }
 
-// text is s, NULL if empty; textNotNull is s.
-func text(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+// count returns the number of models added.
+func (a *updateArrays) count() int { return a.id.count() }
 
-func textNotNull(s string) pgtype.Text { return pgtype.Text{String: s, Valid: true} }
-
-func timestamptz(t time.Time) pgtype.Timestamptz {
-	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
-}
-
-// add appends m's columns of the mask.
-func (a *updateArrays) add(m *refresh.Model) error {
+// add appends m's columns of the mask, and tid, its row's ctid, to an
+// update's arrays.
+func (a *updateArrays) add(m *refresh.Model, tid pgtype.TID) error {
 	has := func(c column) bool { return a.mask&(1<<c) != 0 }
-	a.id = append(a.id, textNotNull(m.ID))
+	if a.tid != nil {
+		a.tid.tid(tid)
+	}
+	a.id.text(m.ID)
 	if has(colQueue) {
-		a.queue = append(a.queue, textNotNull(m.Queue))
+		a.queue.text(m.Queue)
 	}
 	if has(colPayload) {
-		a.payload = append(a.payload, pgtype.Text{String: string(m.Payload), Valid: len(m.Payload) > 0})
+		if len(m.Payload) > 0 {
+			a.payload.textBytes(m.Payload)
+		} else {
+			a.payload.null()
+		}
 	}
 	if has(colPolicy) {
 		b, err := json.Marshal(m.Policy)
 		if err != nil {
 			return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
 		}
-		a.policy = append(a.policy, textNotNull(string(b)))
+		a.policy.textBytes(b)
 	}
 	if has(colCreatedAt) {
-		a.createdAt = append(a.createdAt, pgtype.Timestamptz{Time: m.CreatedAt, Valid: true})
+		a.createdAt.timeNotNull(m.CreatedAt)
 	}
 	if has(colRefreshAt) {
-		a.refreshAt = append(a.refreshAt, timestamptz(m.RefreshAt))
+		a.refreshAt.time(m.RefreshAt)
 	}
 	if has(colDeadlineAt) {
-		a.deadlineAt = append(a.deadlineAt, timestamptz(m.DeadlineAt))
+		a.deadlineAt.time(m.DeadlineAt)
 	}
 	if has(colAttemptNo) {
-		a.attemptNo = append(a.attemptNo, int32(m.AttemptNo))
+		a.attemptNo.int(int64(int32(m.AttemptNo)))
 	}
 	if has(colAttemptUID) {
-		a.attemptUID = append(a.attemptUID, text(m.AttemptUID))
+		a.attemptUID.textOrNull(m.AttemptUID)
 	}
 	if has(colStartedAt) {
-		a.startedAt = append(a.startedAt, timestamptz(m.StartedAt))
+		a.startedAt.time(m.StartedAt)
 	}
 	if has(colConsecutiveFailures) {
-		a.consecutiveFailures = append(a.consecutiveFailures, int32(m.ConsecutiveFailures))
+		a.consecutiveFailures.int(int64(int32(m.ConsecutiveFailures)))
 	}
 	if has(colFailingSince) {
-		a.failingSince = append(a.failingSince, timestamptz(m.FailingSince))
+		a.failingSince.time(m.FailingSince)
 	}
 	if has(colLastSuccessAt) {
-		a.lastSuccessAt = append(a.lastSuccessAt, timestamptz(m.LastSuccessAt))
+		a.lastSuccessAt.time(m.LastSuccessAt)
 	}
 	if has(colLastError) {
-		var kind, message pgtype.Text
-		var at pgtype.Timestamptz
 		if e := m.LastError; e != nil {
-			kind, message, at = textNotNull(e.Kind), textNotNull(e.Message), timestamptz(e.At)
+			a.lastErrorKind.text(e.Kind)
+			a.lastErrorMessage.text(e.Message)
+			a.lastErrorAt.time(e.At)
+		} else {
+			a.lastErrorKind.null()
+			a.lastErrorMessage.null()
+			a.lastErrorAt.null()
 		}
-		a.lastErrorKind = append(a.lastErrorKind, kind)
-		a.lastErrorMessage = append(a.lastErrorMessage, message)
-		a.lastErrorAt = append(a.lastErrorAt, at)
 	}
 	if has(colDisabledAt) {
-		a.disabledAt = append(a.disabledAt, timestamptz(m.DisabledAt))
+		a.disabledAt.time(m.DisabledAt)
 	}
 	if has(colDisabledReason) {
-		a.disabledReason = append(a.disabledReason, text(m.DisabledReason))
+		a.disabledReason.textOrNull(m.DisabledReason)
 	}
 	if has(colPaused) {
-		a.paused = append(a.paused, m.Paused)
+		a.paused.bool(m.Paused)
 	}
 	if has(colStatusMessage) {
-		a.statusMessage = append(a.statusMessage, text(m.StatusMessage))
+		a.statusMessage.textOrNull(m.StatusMessage)
 	}
 	if has(colUpstreams) {
-		a.upstreams = append(a.upstreams, upstreamsText(m.Upstreams))
+		a.upstreams.textOrNull(strings.Join(m.Upstreams, " "))
 	}
 	if has(colUpstreamsMode) {
-		a.upstreamsMode = append(a.upstreamsMode, text(m.UpstreamsMode))
+		a.upstreamsMode.textOrNull(m.UpstreamsMode)
 	}
 	if has(colLastChangedAt) {
-		a.lastChangedAt = append(a.lastChangedAt, timestamptz(m.LastChangedAt))
+		a.lastChangedAt.time(m.LastChangedAt)
 	}
 	if has(colDebounce) {
-		a.debounceAt = append(a.debounceAt, timestamptz(m.DebounceAt))
-		a.debounceSince = append(a.debounceSince, timestamptz(m.DebounceSince))
-		a.debounceCause = append(a.debounceCause, text(m.DebounceCause))
+		a.debounceAt.time(m.DebounceAt)
+		a.debounceSince.time(m.DebounceSince)
+		a.debounceCause.textOrNull(m.DebounceCause)
 	}
 	if has(colOverdueSince) {
-		a.overdueSince = append(a.overdueSince, timestamptz(m.OverdueSince))
+		a.overdueSince.time(m.OverdueSince)
 	}
 	if has(colOverdueAt) {
-		a.overdueAt = append(a.overdueAt, timestamptz(overdueAt(m)))
+		a.overdueAt.time(overdueAt(m))
 	}
 	if has(colSnoozedSince) {
-		a.snoozedSince = append(a.snoozedSince, timestamptz(m.SnoozedSince))
+		a.snoozedSince.time(m.SnoozedSince)
 	}
 	if has(colWaitingForSlot) {
 		w := waitOf(m)
-		a.waitingForSlot = append(a.waitingForSlot, w.waiting)
-		a.waitingLimit = append(a.waitingLimit, text(w.limit))
-		a.waitingUntil = append(a.waitingUntil, timestamptz(w.until))
-		a.waitingTenant = append(a.waitingTenant, textNotNull(w.tenant))
-		a.waitTooLong = append(a.waitTooLong, w.tooLong)
+		a.waitingForSlot.bool(w.waiting)
+		a.waitingLimit.textOrNull(w.limit)
+		a.waitingUntil.time(w.until)
+		a.waitingTenant.text(w.tenant)
+		a.waitTooLong.bool(w.tooLong)
 	}
 	if has(colOffSchedule) {
-		a.offSchedule = append(a.offSchedule, m.OffSchedule)
+		a.offSchedule.bool(m.OffSchedule)
 	}
 	if has(colRateKey) {
-		a.rateKey = append(a.rateKey, text(m.RateKey))
+		a.rateKey.textOrNull(m.RateKey)
 	}
 	return nil
 }
 
-// args returns the arrays in the order of updateStatement's parameters.
+// args ends the arrays and returns them in the order of updateStatement's
+// parameters (of insertModels' without the ctids).
 func (a *updateArrays) args() []any {
-	out := []any{a.tid, a.id}
+	var out []any
+	if a.tid != nil {
+		out = append(out, a.tid.value())
+	}
+	out = append(out, a.id.value())
 	for c := range numColumns {
 		if a.mask&(1<<c) == 0 {
 			continue
 		}
 		switch c {
 		case colQueue:
-			out = append(out, a.queue)
+			out = append(out, a.queue.value())
 		case colPayload:
-			out = append(out, a.payload)
+			out = append(out, a.payload.value())
 		case colPolicy:
-			out = append(out, a.policy)
+			out = append(out, a.policy.value())
 		case colCreatedAt:
-			out = append(out, a.createdAt)
+			out = append(out, a.createdAt.value())
 		case colRefreshAt:
-			out = append(out, a.refreshAt)
+			out = append(out, a.refreshAt.value())
 		case colDeadlineAt:
-			out = append(out, a.deadlineAt)
+			out = append(out, a.deadlineAt.value())
 		case colAttemptNo:
-			out = append(out, a.attemptNo)
+			out = append(out, a.attemptNo.value())
 		case colAttemptUID:
-			out = append(out, a.attemptUID)
+			out = append(out, a.attemptUID.value())
 		case colStartedAt:
-			out = append(out, a.startedAt)
+			out = append(out, a.startedAt.value())
 		case colConsecutiveFailures:
-			out = append(out, a.consecutiveFailures)
+			out = append(out, a.consecutiveFailures.value())
 		case colFailingSince:
-			out = append(out, a.failingSince)
+			out = append(out, a.failingSince.value())
 		case colLastSuccessAt:
-			out = append(out, a.lastSuccessAt)
+			out = append(out, a.lastSuccessAt.value())
 		case colLastError:
-			out = append(out, a.lastErrorKind, a.lastErrorMessage, a.lastErrorAt)
+			out = append(out, a.lastErrorKind.value(), a.lastErrorMessage.value(), a.lastErrorAt.value())
 		case colDisabledAt:
-			out = append(out, a.disabledAt)
+			out = append(out, a.disabledAt.value())
 		case colDisabledReason:
-			out = append(out, a.disabledReason)
+			out = append(out, a.disabledReason.value())
 		case colPaused:
-			out = append(out, a.paused)
+			out = append(out, a.paused.value())
 		case colStatusMessage:
-			out = append(out, a.statusMessage)
+			out = append(out, a.statusMessage.value())
 		case colUpstreams:
-			out = append(out, a.upstreams)
+			out = append(out, a.upstreams.value())
 		case colUpstreamsMode:
-			out = append(out, a.upstreamsMode)
+			out = append(out, a.upstreamsMode.value())
 		case colLastChangedAt:
-			out = append(out, a.lastChangedAt)
+			out = append(out, a.lastChangedAt.value())
 		case colDebounce:
-			out = append(out, a.debounceAt, a.debounceSince, a.debounceCause)
+			out = append(out, a.debounceAt.value(), a.debounceSince.value(), a.debounceCause.value())
 		case colOverdueSince:
-			out = append(out, a.overdueSince)
+			out = append(out, a.overdueSince.value())
 		case colOverdueAt:
-			out = append(out, a.overdueAt)
+			out = append(out, a.overdueAt.value())
 		case colSnoozedSince:
-			out = append(out, a.snoozedSince)
+			out = append(out, a.snoozedSince.value())
 		case colWaitingForSlot:
-			out = append(out, a.waitingForSlot, a.waitingLimit, a.waitingUntil, a.waitingTenant, a.waitTooLong)
+			out = append(out, a.waitingForSlot.value(), a.waitingLimit.value(), a.waitingUntil.value(),
+				a.waitingTenant.value(), a.waitTooLong.value())
 		case colOffSchedule:
-			out = append(out, a.offSchedule)
+			out = append(out, a.offSchedule.value())
 		case colRateKey:
-			out = append(out, a.rateKey)
+			out = append(out, a.rateKey.value())
 		}
 	}
 	return out

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,12 +77,6 @@ const endAttempts = `WITH v AS (` + attemptRows + `),
 	INSERT INTO attempts (` + attemptColumns + `)
 	SELECT ` + attemptColumns + ` FROM v WHERE v.uid NOT IN (SELECT uid FROM ended)`
 
-// upstreamsText returns upstreams as upstreamsSQL reads them: the ids
-// separated by spaces, or NULL for none.
-func upstreamsText(upstreams []string) pgtype.Text {
-	return text(strings.Join(upstreams, " "))
-}
-
 // overdueAt returns the value of the column overdue_at of m: the instant
 // it becomes overdue while no freshness episode is open, else zero (NULL).
 func overdueAt(m *refresh.Model) time.Time {
@@ -116,32 +109,49 @@ func (w wait) equal(o wait) bool {
 	return w.waiting == o.waiting && w.tooLong == o.tooLong && w.limit == o.limit && w.tenant == o.tenant && w.until.Equal(o.until)
 }
 
-// attemptArrays holds a batch of history rows column by column.
+// attemptArrays holds a batch of history rows column by column, each
+// column's array in its text form.
 type attemptArrays struct {
-	uid, modelID                               array[pgtype.Text]
-	attemptNo                                  []int32
-	startedAt, deadlineAt, finishedAt          array[pgtype.Timestamptz]
-	outcome, errorKind, errorMessage, decision array[pgtype.Text]
-	delay                                      []int64
+	size                                                       int // the rows expected, about
+	uid, modelID, attemptNo, startedAt, deadlineAt, finishedAt *arrayText
+	outcome, errorKind, errorMessage, decision, delay          *arrayText
 }
 
 func (a *attemptArrays) add(at refresh.Attempt) {
-	a.uid = append(a.uid, textNotNull(at.UID))
-	a.modelID = append(a.modelID, textNotNull(at.ModelID))
-	a.attemptNo = append(a.attemptNo, int32(at.AttemptNo))
-	a.startedAt = append(a.startedAt, pgtype.Timestamptz{Time: at.StartedAt, Valid: true})
-	a.deadlineAt = append(a.deadlineAt, timestamptz(at.DeadlineAt))
-	a.finishedAt = append(a.finishedAt, timestamptz(at.FinishedAt))
-	a.outcome = append(a.outcome, text(at.Outcome))
-	a.errorKind = append(a.errorKind, text(at.ErrorKind))
-	a.errorMessage = append(a.errorMessage, text(at.ErrorMessage))
-	a.decision = append(a.decision, text(at.Decision))
-	a.delay = append(a.delay, int64(at.Delay))
+	if a.uid == nil {
+		n := a.size
+		a.uid, a.modelID, a.attemptNo = newArrayText(n, idSize), newArrayText(n, idSize), newArrayText(n, intSize)
+		a.startedAt, a.deadlineAt, a.finishedAt = newArrayText(n, timeSize), newArrayText(n, timeSize), newArrayText(n, timeSize)
+		a.outcome, a.errorKind, a.errorMessage = newArrayText(n, 0), newArrayText(n, 0), newArrayText(n, 0)
+		a.decision, a.delay = newArrayText(n, 0), newArrayText(n, intSize)
+	}
+	a.uid.text(at.UID)
+	a.modelID.text(at.ModelID)
+	a.attemptNo.int(int64(int32(at.AttemptNo)))
+	a.startedAt.timeNotNull(at.StartedAt)
+	a.deadlineAt.time(at.DeadlineAt)
+	a.finishedAt.time(at.FinishedAt)
+	a.outcome.textOrNull(at.Outcome)
+	a.errorKind.textOrNull(at.ErrorKind)
+	a.errorMessage.textOrNull(at.ErrorMessage)
+	a.decision.textOrNull(at.Decision)
+	a.delay.int(int64(at.Delay))
 }
 
+// count returns the number of rows added.
+func (a *attemptArrays) count() int {
+	if a.uid == nil {
+		return 0
+	}
+	return a.uid.count()
+}
+
+// args ends the arrays and returns them in the order of attemptRows'
+// parameters.
 func (a *attemptArrays) args() []any {
-	return []any{a.uid, a.modelID, a.attemptNo, a.startedAt, a.deadlineAt, a.finishedAt,
-		a.outcome, a.errorKind, a.errorMessage, a.decision, a.delay}
+	return []any{a.uid.value(), a.modelID.value(), a.attemptNo.value(), a.startedAt.value(), a.deadlineAt.value(),
+		a.finishedAt.value(), a.outcome.value(), a.errorKind.value(), a.errorMessage.value(), a.decision.value(),
+		a.delay.value()}
 }
 
 // dueAt returns when m can next be claimed (zero: never); a model that
@@ -204,10 +214,10 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 	}
 
 	var inserts *updateArrays
-	var starts, ends attemptArrays
+	starts, ends := attemptArrays{size: len(changes)}, attemptArrays{size: len(changes)}
 	var deletes []string
 	var updated []*refresh.Model
-	var updatedTIDs array[pgtype.TID]
+	var updatedTIDs []pgtype.TID
 	var mask uint32 // the columns the updates change
 	notify := false
 	var cycles []*refresh.Model // models whose upstreams change
@@ -247,9 +257,9 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 			updatedTIDs = append(updatedTIDs, held.tids[j])
 		} else {
 			if inserts == nil {
-				inserts = newUpdateArrays(allColumns, len(changes))
+				inserts = newUpdateArrays(allColumns, len(changes), false)
 			}
-			if err := inserts.add(&c.Model); err != nil {
+			if err := inserts.add(&c.Model, pgtype.TID{}); err != nil {
 				return err
 			}
 		}
@@ -270,10 +280,9 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 	}
 	var updates *updateArrays
 	if len(updated) > 0 {
-		updates = newUpdateArrays(mask, len(updated))
-		updates.tid = updatedTIDs
-		for _, m := range updated {
-			if err := updates.add(m); err != nil {
+		updates = newUpdateArrays(mask, len(updated), true)
+		for i, m := range updated {
+			if err := updates.add(m, updatedTIDs[i]); err != nil {
 				return err
 			}
 		}
@@ -284,15 +293,15 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 		b.Queue(`DELETE FROM attempts WHERE model_id = ANY($1)`, deletes)
 	}
 	if inserts != nil {
-		b.Queue(insertModels, inserts.args()[1:]...) // no tids
+		b.Queue(insertModels, inserts.args()...)
 	}
 	if updates != nil {
 		b.Queue(updateStatement(mask), updates.args()...)
 	}
-	if len(starts.uid) > 0 {
+	if starts.count() > 0 {
 		b.Queue(insertAttempts, starts.args()...)
 	}
-	if len(ends.uid) > 0 {
+	if ends.count() > 0 {
 		b.Queue(endAttempts, ends.args()...)
 	}
 	outbox, err := queueEvents(b, batch.Events, names)
@@ -329,31 +338,31 @@ func write(ctx context.Context, t *tx, held lockedModels, batch refresh.Batch, n
 		if inserts != nil {
 			tag, err := res.Exec()
 			if err != nil {
-				return fmt.Errorf("insert %d models: %w", len(inserts.id), err)
+				return fmt.Errorf("insert %d models: %w", inserts.count(), err)
 			}
-			if n := tag.RowsAffected(); n != int64(len(inserts.id)) {
-				return fmt.Errorf("insert %d models: %d existed: %w", len(inserts.id), int64(len(inserts.id))-n, errCreated)
+			if n := tag.RowsAffected(); n != int64(inserts.count()) {
+				return fmt.Errorf("insert %d models: %d existed: %w", inserts.count(), int64(inserts.count())-n, errCreated)
 			}
 		}
 		if updates != nil {
 			tag, err := res.Exec()
 			if err != nil {
-				return fmt.Errorf("update %d models: %w", len(updates.id), err)
+				return fmt.Errorf("update %d models: %w", updates.count(), err)
 			}
-			if n := tag.RowsAffected(); n != int64(len(updates.id)) {
+			if n := tag.RowsAffected(); n != int64(updates.count()) {
 				// A row not found where it was locked: the caller changed
 				// the order of the models it was given.
-				return fmt.Errorf("update %d models: %d rows matched", len(updates.id), n)
+				return fmt.Errorf("update %d models: %d rows matched", updates.count(), n)
 			}
 		}
-		if len(starts.uid) > 0 {
+		if starts.count() > 0 {
 			if _, err := res.Exec(); err != nil {
-				return fmt.Errorf("insert %d attempts: %w", len(starts.uid), err)
+				return fmt.Errorf("insert %d attempts: %w", starts.count(), err)
 			}
 		}
-		if len(ends.uid) > 0 {
+		if ends.count() > 0 {
 			if _, err := res.Exec(); err != nil {
-				return fmt.Errorf("end %d attempts: %w", len(ends.uid), err)
+				return fmt.Errorf("end %d attempts: %w", ends.count(), err)
 			}
 		}
 		for range outbox {
