@@ -326,8 +326,16 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool
 			// More may be due: a helper claims the next batch while this
 			// pass writes, pushes and commits its own (SKIP LOCKED keeps
 			// the batches apart), so that a crowd due at one instant
-			// starts sooner.
-			s.wakeHelper()
+			// starts sooner. The small first pass after a wait wakes
+			// every helper: a crowd may need several batches, and each
+			// model's start is the instant its pass began.
+			helpers := 1
+			if limit < s.cfg.BatchSize {
+				helpers = s.cfg.Loops
+			}
+			for range helpers {
+				s.wakeHelper()
+			}
 		}
 		if len(jobs) > 0 {
 			// Pushed once the batch is written, just before it commits: a

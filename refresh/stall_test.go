@@ -3,6 +3,7 @@ package refresh_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,6 +100,60 @@ func TestSchedulerFullPassHasAHelper(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	}
+}
+
+// gateStore holds the first pass after its writes, and every later pass
+// before it claims, until released; passes counts the passes begun.
+type gateStore struct {
+	refresh.Store
+	passes  atomic.Int32
+	release chan struct{}
+}
+
+func (s *gateStore) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
+	if s.passes.Add(1) > 1 {
+		<-s.release
+		return s.Store.ClaimDue(ctx, now, limit, fn)
+	}
+	n, err := s.Store.ClaimDue(ctx, now, limit, fn)
+	<-s.release
+	return n, err
+}
+
+// The small first pass after a wait, when full, has every helper begin a
+// pass beside it at once: a crowd due at one instant that takes several
+// batches is claimed by passes that begin together, not each once the
+// one before it has claimed its batch.
+func TestSchedulerFullFirstPassWakesEveryHelper(t *testing.T) {
+	b := setup(t)
+	// BatchSize 8: the first pass claims 1, then each helper 8.
+	for i := range 17 {
+		b.put(t, fmt.Sprintf("m%02d", i), `{"timeout": "10m"}`, true)
+	}
+	store := &gateStore{Store: b.store, release: make(chan struct{})}
+	s, err := refresh.NewScheduler(refresh.SchedulerConfig{
+		Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, BatchSize: 8, Loops: 2,
+		StallAfter: time.Hour,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	var once sync.Once
+	release := func() { once.Do(func() { close(store.release) }) }
+	t.Cleanup(func() {
+		release()
+		cancel()
+		require.NoError(t, <-done)
+	})
+	// The first pass is held; both helpers have begun theirs.
+	waitFor(t, func() bool { return store.passes.Load() == 3 })
+	release()
+	taken := 0
+	waitFor(t, func() bool {
+		taken += len(b.queue.Take("q", 20))
+		return taken == 17
+	})
 }
 
 // A full batch of models that only wait for a limit does not keep the
