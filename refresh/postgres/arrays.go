@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -62,24 +61,6 @@ func (a *arrayText) text(s string) {
 		s = s[i+1:]
 	}
 	a.b.WriteString(s)
-	a.b.WriteByte('"')
-}
-
-// textBytes appends b as text, quoted as text quotes.
-func (a *arrayText) textBytes(b []byte) {
-	a.next()
-	a.b.WriteByte('"')
-	for {
-		i := bytes.IndexAny(b, `"\`)
-		if i < 0 {
-			break
-		}
-		a.b.Write(b[:i])
-		a.b.WriteByte('\\')
-		a.b.WriteByte(b[i])
-		b = b[i+1:]
-	}
-	a.b.Write(b)
 	a.b.WriteByte('"')
 }
 

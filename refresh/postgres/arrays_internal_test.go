@@ -45,25 +45,19 @@ func TestArrayTextRoundTrip(t *testing.T) {
 			defer conn.Close(ctx)
 			require.NoError(t, registerTypes(ctx, conn))
 
-			a, b := newArrayText(0, 0), newArrayText(len(texts), 4)
+			a := newArrayText(0, 0)
 			for _, s := range texts {
 				a.text(s)
-				b.textBytes([]byte(s))
 			}
 			a.null()
 			a.textOrNull("")
 			a.textOrNull("x")
-			b.null()
-			b.null()
-			b.textBytes([]byte("x"))
 			want := append(append([]*string{}, ptrs(texts)...), nil, nil, ptr("x"))
-			for i, arr := range []*arrayText{a, b} {
-				require.Equal(t, len(want), arr.count())
-				var got []*string
-				require.NoError(t, conn.QueryRow(ctx, `SELECT array_agg(x ORDER BY n) FROM unnest($1::text[]) WITH ORDINALITY AS u(x, n)`,
-					arr.value()).Scan(&got), "array %d", i)
-				require.Equal(t, want, got, "array %d", i)
-			}
+			require.Equal(t, len(want), a.count())
+			var got []*string
+			require.NoError(t, conn.QueryRow(ctx, `SELECT array_agg(x ORDER BY n) FROM unnest($1::text[]) WITH ORDINALITY AS u(x, n)`,
+				a.value()).Scan(&got))
+			require.Equal(t, want, got)
 
 			ts := newArrayText(len(times), timeSize)
 			for _, tm := range times {

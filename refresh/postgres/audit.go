@@ -35,7 +35,7 @@ func queueAudit(b *pgx.Batch, entries []refresh.AuditEntry) (bool, error) {
 			if err != nil {
 				return false, fmt.Errorf("audit of model %q: encode changes: %w", e.ModelID, err)
 			}
-			changes.textBytes(data)
+			changes.text(string(data))
 		} else {
 			changes.null()
 		}

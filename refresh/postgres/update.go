@@ -295,7 +295,7 @@ func (a *updateArrays) add(m *refresh.Model, tid pgtype.TID) error {
 	}
 	if has(colPayload) {
 		if len(m.Payload) > 0 {
-			a.payload.textBytes(m.Payload)
+			a.payload.text(string(m.Payload))
 		} else {
 			a.payload.null()
 		}
@@ -305,7 +305,7 @@ func (a *updateArrays) add(m *refresh.Model, tid pgtype.TID) error {
 		if err != nil {
 			return fmt.Errorf("model %q: encode policy: %w", m.ID, err)
 		}
-		a.policy.textBytes(b)
+		a.policy.text(string(b))
 	}
 	if has(colCreatedAt) {
 		a.createdAt.timeNotNull(m.CreatedAt)
