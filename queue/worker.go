@@ -434,6 +434,15 @@ func (w *Worker) reconcileLoop(ctx context.Context) {
 // one of them: the list is read, then the takes under way at that moment
 // are waited for; what they took is then active.
 func (w *Worker) reconcileOnce(ctx context.Context) (int, error) {
+	working := w.keys.workingKey(w.opt.Queue, w.opt.ID)
+	items, err := w.client.LRange(ctx, working, 0, -1).Result()
+	if err != nil || len(items) == 0 {
+		return 0, err
+	}
+	// The takes under way once the list is read, including those begun
+	// while it was read, may have moved a job into it that is not active
+	// yet: each is waited for. A take begun later moves its jobs after the
+	// read.
 	w.mu.Lock()
 	under := map[int]uint64{}
 	for i, n := range w.takers {
@@ -441,13 +450,6 @@ func (w *Worker) reconcileOnce(ctx context.Context) (int, error) {
 			under[i] = n
 		}
 	}
-	w.mu.Unlock()
-	working := w.keys.workingKey(w.opt.Queue, w.opt.ID)
-	items, err := w.client.LRange(ctx, working, 0, -1).Result()
-	if err != nil || len(items) == 0 {
-		return 0, err
-	}
-	w.mu.Lock()
 	for i, n := range under {
 		for w.takers[i] == n {
 			w.taken.Wait()
