@@ -63,8 +63,8 @@ type Store interface {
 	// leave models due before its end to the calls after it. It passes
 	// models in that order only while their payloads add up to at most
 	// BatchPayloadBytes (the first one whatever its size): the models it
-	// leaves out stay due for the next call. It returns how many models were claimed (passed
-	// to fn).
+	// leaves out stay due for the next call. It returns how many models
+	// were claimed (passed to fn).
 	//
 	// slots holds the limits that cover at least one claimed or waiting
 	// model, their current attempts, the rate limits' logs and the limits'

@@ -137,7 +137,7 @@ func updateStatement(mask uint32) string {
 }
 
 // insertModels inserts models, leaving those whose id exists, from the
-// arrays of an updateArrays of allColumns (args without the tids): the
+// arrays of an updateArrays of allColumns (made without ctids): the
 // columns an update may set are every column of models.
 var insertModels = func() string {
 	unnest, sets := unnestOf(allColumns, []string{"$1::text[]"}, []string{"id"})
