@@ -78,3 +78,29 @@ func TestTookLines(t *testing.T) {
 	require.Equal(t, time.Unix(0, 1700000000000000000), <-got)
 	require.Equal(t, "ready\nsome error\n", out.String())
 }
+
+func TestSteadyGridDue(t *testing.T) {
+	t.Parallel()
+	g := steadyGrid{prefix: "s-", period: 10 * time.Second, offsets: []int64{0, 3, 7}}
+	at := func(d time.Duration) time.Time { return soakAnchor.Add(d) }
+	for _, c := range []struct {
+		id           string
+		started, due time.Time
+	}{
+		{"s-0000000", at(25 * time.Millisecond), at(0)},
+		{"s-0000001", at(3*time.Second + 25*time.Millisecond), at(3 * time.Second)},
+		{"s-0000001", at(13*time.Second + 900*time.Millisecond), at(13 * time.Second)},
+		{"s-0000001", at(12*time.Second + 999*time.Millisecond), at(3 * time.Second)}, // 9.999s late
+		{"s-0000002", at(27 * time.Second), at(27 * time.Second)},
+		{"s-0000002", at(time.Second), at(-3 * time.Second)}, // before the first occurrence
+		{"s-0000002", at(1000*time.Hour + 8*time.Second), at(1000*time.Hour + 7*time.Second)},
+	} {
+		due, err := g.due(c.id, c.started)
+		require.NoError(t, err, c.id)
+		require.Equal(t, c.due, due, "%s started %s", c.id, c.started)
+	}
+	for _, id := range []string{"s-0000003", "x-0000001", "s-abc", "s--1", ""} {
+		_, err := g.due(id, at(0))
+		require.ErrorContains(t, err, "is not one of the grid's", id)
+	}
+}
