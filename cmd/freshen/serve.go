@@ -223,7 +223,7 @@ func NewMain(logOut io.Writer) *Main {
 			Addr:            ":8080",
 			RedisPrefix:     queue.DefaultPrefix,
 			BatchSize:       refresh.DefaultBatchSize,
-			ClaimLoops:      2,
+			ClaimLoops:      3,
 			GCMinHeapMiB:    defaultGCMinHeapMiB,
 			MemoryLimitMiB:  memoryLimitFor(refresh.DefaultBatchSize, defaultGCMinHeapMiB),
 			InstanceID:      defaultInstanceID(),
