@@ -471,8 +471,11 @@ func (g steadyGrid) lateness(ctx context.Context, pool *pgxpool.Pool, from, to t
 	var started time.Time
 	_, err = pgx.ForEachRow(rows, []any{&id, &started}, func() error {
 		due, err := g.due(id, started)
+		if err != nil {
+			return err
+		}
 		late = append(late, started.Sub(due))
-		return err
+		return nil
 	})
 	if err != nil {
 		return 0, 0, 0, 0, fmt.Errorf("lateness: %w", err)
@@ -484,8 +487,9 @@ func (g steadyGrid) lateness(ctx context.Context, pool *pgxpool.Pool, from, to t
 // due returns the occurrence of the grid that model id started at
 // started for: the last at or before it.
 func (g steadyGrid) due(id string, started time.Time) (time.Time, error) {
-	i, err := strconv.Atoi(strings.TrimPrefix(id, g.prefix))
-	if err != nil || !strings.HasPrefix(id, g.prefix) || i < 0 || i >= len(g.offsets) {
+	index, ok := strings.CutPrefix(id, g.prefix)
+	i, err := strconv.Atoi(index)
+	if !ok || err != nil || i < 0 || i >= len(g.offsets) {
 		return time.Time{}, fmt.Errorf("model %q is not one of the grid's", id)
 	}
 	first := soakAnchor.Add(time.Duration(g.offsets[i]) * time.Second)
