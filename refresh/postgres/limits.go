@@ -22,16 +22,43 @@ type slotCache struct {
 	mu      sync.Mutex
 	at      time.Time // by the caller's clock; zero: stale
 	limited bool
+	// forgets counts forget: a read begun before one (which may have missed
+	// the limit just written) is not kept.
+	forgets uint64
+}
+
+// get returns what was read less than slotCacheFor before now, if fresh,
+// and the count of forgets to pass to set once a new read is done.
+func (c *slotCache) get(now time.Time) (limited, fresh bool, forgets uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fresh = !c.at.IsZero() && now.Sub(c.at) < slotCacheFor && !now.Before(c.at)
+	return c.limited, fresh, c.forgets
+}
+
+// set keeps what a read begun after forgets forgets found, unless the
+// cache was forgotten since.
+func (c *slotCache) set(forgets uint64, now time.Time, limited bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.forgets == forgets {
+		c.at, c.limited = now, limited
+	}
+}
+
+// forget makes the next get stale.
+func (c *slotCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = time.Time{}
+	c.forgets++
 }
 
 // limited reports whether limits exist or a model waits for a slot, read
 // on t at most once per slotCacheFor of now.
 func (s *Store) limited(ctx context.Context, t conn, now time.Time) (bool, error) {
-	c := &s.slots
-	c.mu.Lock()
-	at, limited := c.at, c.limited
-	c.mu.Unlock()
-	if !at.IsZero() && now.Sub(at) < slotCacheFor && !now.Before(at) {
+	limited, fresh, forgets := s.slots.get(now)
+	if fresh {
 		return limited, nil
 	}
 	rows, err := t.Query(ctx, `SELECT EXISTS (SELECT FROM limits) OR EXISTS (SELECT FROM models WHERE waiting_for_slot)`)
@@ -41,17 +68,13 @@ func (s *Store) limited(ctx context.Context, t conn, now time.Time) (bool, error
 	if limited, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool]); err != nil {
 		return false, err
 	}
-	c.mu.Lock()
-	c.at, c.limited = now, limited
-	c.mu.Unlock()
+	s.slots.set(forgets, now, limited)
 	return limited, nil
 }
 
 // forgetSlots makes the next pass read the limits again.
 func (s *Store) forgetSlots() {
-	s.slots.mu.Lock()
-	s.slots.at = time.Time{}
-	s.slots.mu.Unlock()
+	s.slots.forget()
 	s.held.set(held{})
 }
 
