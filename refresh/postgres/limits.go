@@ -17,65 +17,76 @@ import (
 // that a database without limits costs the scheduler nothing more.
 const slotCacheFor = time.Second
 
-// slotCache is what ClaimDue last read.
-type slotCache struct {
+// forgetful is a value read from the database that a write of what it
+// was read from forgets (see forgetSlots): a read begun before the forget,
+// which may have missed that write, is not kept.
+type forgetful[T any] struct {
 	mu      sync.Mutex
-	at      time.Time // by the caller's clock; zero: stale
-	limited bool
-	// forgets counts forget: a read begun before one (which may have missed
-	// the limit just written) is not kept.
+	v       T
 	forgets uint64
 }
 
-// get returns what was read less than slotCacheFor before now, if fresh,
-// and the count of forgets to pass to set once a new read is done.
-func (c *slotCache) get(now time.Time) (limited, fresh bool, forgets uint64) {
+// get returns the value and how many forgets came before it: pass them to
+// set with what a read begun now finds.
+func (c *forgetful[T]) get() (T, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fresh = !c.at.IsZero() && now.Sub(c.at) < slotCacheFor && !now.Before(c.at)
-	return c.limited, fresh, c.forgets
+	return c.v, c.forgets
 }
 
-// set keeps what a read begun after forgets forgets found, unless the
-// cache was forgotten since.
-func (c *slotCache) set(forgets uint64, now time.Time, limited bool) {
+// set keeps v, read after forgets forgets, unless a forget came since.
+func (c *forgetful[T]) set(forgets uint64, v T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.forgets == forgets {
-		c.at, c.limited = now, limited
+		c.v = v
 	}
 }
 
-// forget makes the next get stale.
-func (c *slotCache) forget() {
+// forget resets the value to its zero.
+func (c *forgetful[T]) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.at = time.Time{}
+	var zero T
+	c.v = zero
 	c.forgets++
+}
+
+// slotRead is what ClaimDue last read of whether limits exist or models
+// wait for a slot.
+type slotRead struct {
+	at      time.Time // by the caller's clock; zero: never read
+	limited bool
+}
+
+// fresh reports whether r was read less than slotCacheFor before now.
+func (r slotRead) fresh(now time.Time) bool {
+	return !r.at.IsZero() && now.Sub(r.at) < slotCacheFor && !now.Before(r.at)
 }
 
 // limited reports whether limits exist or a model waits for a slot, read
 // on t at most once per slotCacheFor of now.
 func (s *Store) limited(ctx context.Context, t conn, now time.Time) (bool, error) {
-	limited, fresh, forgets := s.slots.get(now)
-	if fresh {
-		return limited, nil
+	last, forgets := s.slots.get()
+	if last.fresh(now) {
+		return last.limited, nil
 	}
 	rows, err := t.Query(ctx, `SELECT EXISTS (SELECT FROM limits) OR EXISTS (SELECT FROM models WHERE waiting_for_slot)`)
 	if err != nil {
 		return false, err
 	}
-	if limited, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool]); err != nil {
+	limited, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
+	if err != nil {
 		return false, err
 	}
-	s.slots.set(forgets, now, limited)
+	s.slots.set(forgets, slotRead{at: now, limited: limited})
 	return limited, nil
 }
 
 // forgetSlots makes the next pass read the limits again.
 func (s *Store) forgetSlots() {
 	s.slots.forget()
-	s.held.set(held{})
+	s.held.forget()
 }
 
 // limitColumns are the columns of limits that a Limit is read from, in

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -383,24 +382,6 @@ type held struct {
 
 func (h held) empty() bool { return len(h.kinds) == 0 }
 
-// heldCache is what the last ClaimDue left out, for NextDue.
-type heldCache struct {
-	mu sync.Mutex
-	h  held
-}
-
-func (c *heldCache) get() held {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.h
-}
-
-func (c *heldCache) set(h held) {
-	c.mu.Lock()
-	c.h = h
-	c.mu.Unlock()
-}
-
 // heldCond is the condition that a model m is held for its start by a
 // held of the parameters $first, $first+1, $first+2 (kinds, keys,
 // tenants): no attempt of it runs (a timeout is never held), and a limit
@@ -449,6 +430,7 @@ var heldSQL = waitedSQL + `
 // for NextDue.
 func (s *Store) beginClaimLimited(ctx context.Context, now time.Time, limit int, collect func(pgx.Rows) error) (*tx, error) {
 	var h held
+	_, forgets := s.held.get()
 	// The slot statements are cheap, but the planner, which knows the
 	// limits table only by default estimates, may find them costly
 	// enough to compile them: a fifth of a second each time.
@@ -487,7 +469,7 @@ func (s *Store) beginClaimLimited(ctx context.Context, now time.Time, limit int,
 	if err != nil {
 		return nil, err
 	}
-	s.held.set(h)
+	s.held.set(forgets, h)
 	// With limits, from the start of the due models (no floor).
 	query, args := claimSQL, []any{now, limit, floorArg(time.Time{})}
 	if !h.empty() {

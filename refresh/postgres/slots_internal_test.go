@@ -23,26 +23,31 @@ func TestShareOffers(t *testing.T) {
 	}
 }
 
-// A read of whether limits exist that began before the cache was forgotten
-// (a limit written meanwhile, which the read may have missed) is not
-// kept; one that began after is, for slotCacheFor.
-func TestSlotCacheForgetDuringRead(t *testing.T) {
-	var c slotCache
-	now := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
-	_, fresh, forgets := c.get(now)
-	require.False(t, fresh, "nothing read yet")
+// A value read before the cache was forgotten (a limit written meanwhile,
+// which the read may have missed) is not kept; one read after is.
+func TestForgetfulForgetDuringRead(t *testing.T) {
+	var c forgetful[held]
+	_, forgets := c.get()
 	c.forget() // a limit is written while the read runs
-	c.set(forgets, now, false)
-	_, fresh, forgets = c.get(now)
-	require.False(t, fresh, "the read begun before the forget is kept")
+	c.set(forgets, held{kinds: []string{"rate_key"}})
+	h, forgets := c.get()
+	require.True(t, h.empty(), "the read begun before the forget is kept")
 
-	c.set(forgets, now, true)
-	limited, fresh, _ := c.get(now.Add(slotCacheFor - time.Nanosecond))
-	require.True(t, fresh)
-	require.True(t, limited)
-	_, fresh, _ = c.get(now.Add(slotCacheFor))
-	require.False(t, fresh, "kept past slotCacheFor")
+	c.set(forgets, held{kinds: []string{"rate_key"}})
+	h, _ = c.get()
+	require.False(t, h.empty())
 	c.forget()
-	_, fresh, _ = c.get(now)
-	require.False(t, fresh, "kept past a forget")
+	h, _ = c.get()
+	require.True(t, h.empty(), "kept past a forget")
+}
+
+// What ClaimDue read of whether limits exist is fresh for slotCacheFor.
+func TestSlotReadFresh(t *testing.T) {
+	now := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	require.False(t, slotRead{}.fresh(now), "nothing read yet")
+	r := slotRead{at: now, limited: true}
+	require.True(t, r.fresh(now))
+	require.True(t, r.fresh(now.Add(slotCacheFor-time.Nanosecond)))
+	require.False(t, r.fresh(now.Add(slotCacheFor)), "kept past slotCacheFor")
+	require.False(t, r.fresh(now.Add(-time.Nanosecond)), "read after now (a clock set back)")
 }

@@ -48,9 +48,9 @@ type Store struct {
 	// policies decodes the policies of the models read.
 	policies policyCache
 	// slots is what ClaimDue last read of whether limits exist.
-	slots slotCache
+	slots forgetful[slotRead]
 	// held is what the last ClaimDue left to full rate limits.
-	held heldCache
+	held forgetful[held]
 	// events are the lifecycle names written to the outbox (SetEvents).
 	events refresh.EventNames
 	// floor is where a claim without limits starts its scan of the due
@@ -566,7 +566,7 @@ func (s *Store) History(ctx context.Context, id string, before time.Time, limit 
 // heldCond), their starts count from when that limit admits again.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var next *time.Time
-	h := s.held.get()
+	h, _ := s.held.get()
 	var err error
 	if h.empty() {
 		err = s.pool.QueryRow(ctx, `SELECT (SELECT due_at FROM models WHERE `+dueCondition+` AND due_at >= $1
@@ -639,7 +639,8 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	if limited {
 		tx, err = s.beginClaimLimited(ctx, now, limit, collect)
 	} else {
-		s.held.set(held{})
+		_, forgets := s.held.get()
+		s.held.set(forgets, held{})
 		fp = s.floor.pass(now)
 		fw = floorWrite{check: true, from: fp.check, to: now.Add(-floorMargin)}
 		// The pass that scans from the start for the floor's sake
