@@ -156,6 +156,10 @@ func New(client redis.UniversalClient, opt Options) (*Redis, error) {
 	}, nil
 }
 
+// jobBytes is about the length of a job's message without its strings and
+// payload (names, number and times: about 170 bytes).
+const jobBytes = 192
+
 // pushChunk bounds the jobs one LPUSH carries.
 const pushChunk = 1000
 
@@ -168,8 +172,13 @@ func (r *Redis) Push(ctx context.Context, jobs []refresh.Job) error {
 	}
 	var order []string // the keys, in the order of their first job
 	byKey := make(map[string][]any)
-	// One buffer holds all the messages; each is a slice of it.
-	buf := make([]byte, 0, 256*len(jobs))
+	// One buffer holds all the messages; each is a slice of it, sized
+	// for them up front (a batch's messages are a large allocation).
+	size := 0
+	for i := range jobs {
+		size += jobBytes + len(jobs[i].Payload) + len(jobs[i].ModelID) + len(jobs[i].AttemptUID) + len(jobs[i].Queue)
+	}
+	buf := make([]byte, 0, size)
 	for i := range jobs {
 		j := &jobs[i]
 		start := len(buf)
