@@ -1,9 +1,14 @@
 package bench
 
 import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,11 +84,17 @@ func TestTookLines(t *testing.T) {
 	require.Equal(t, "ready\nsome error\n", out.String())
 }
 
-func TestSteadyGridDue(t *testing.T) {
-	t.Parallel()
-	g := steadyGrid{prefix: "s-", period: 10 * time.Second, offsets: []int64{0, 3, 7}}
+// dueGrid is a grid of three models due every 10 seconds.
+var dueGrid = steadyGrid{prefix: "s-", period: 10 * time.Second, offsets: []int64{0, 3, 7}}
+
+// dueCases are starts of models of dueGrid with the occurrence each
+// started for.
+func dueCases() []struct {
+	id           string
+	started, due time.Time
+} {
 	at := func(d time.Duration) time.Time { return soakAnchor.Add(d) }
-	for _, c := range []struct {
+	return []struct {
 		id           string
 		started, due time.Time
 	}{
@@ -94,13 +105,43 @@ func TestSteadyGridDue(t *testing.T) {
 		{"s-0000002", at(27 * time.Second), at(27 * time.Second)},
 		{"s-0000002", at(time.Second), at(-3 * time.Second)}, // before the first occurrence
 		{"s-0000002", at(1000*time.Hour + 8*time.Second), at(1000*time.Hour + 7*time.Second)},
-	} {
-		due, err := g.due(c.id, c.started)
+	}
+}
+
+func TestSteadyGridDue(t *testing.T) {
+	t.Parallel()
+	for _, c := range dueCases() {
+		due, err := dueGrid.due(c.id, c.started)
 		require.NoError(t, err, c.id)
 		require.Equal(t, c.due, due, "%s started %s", c.id, c.started)
 	}
 	for _, id := range []string{"s-0000003", "x-0000001", "s-abc", "s--1", ""} {
-		_, err := g.due(id, at(0))
+		_, err := dueGrid.due(id, soakAnchor)
 		require.ErrorContains(t, err, "is not one of the grid's", id)
+	}
+}
+
+// The samples compute an occurrence in Go (steadyGrid.due), the final
+// check in SQL (dueSQL): both give the same for the same starts.
+func TestSteadyGridDueMatchesSQL(t *testing.T) {
+	t.Parallel()
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		t.Skip("DATABASE_URL is not set; run under scripts/with-servers.sh")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for _, c := range dueCases() {
+		i, err := strconv.Atoi(strings.TrimPrefix(c.id, dueGrid.prefix))
+		require.NoError(t, err)
+		var due time.Time
+		err = conn.QueryRow(ctx, `SELECT `+dueSQL+` FROM (SELECT $3::bigint AS off_s) o, (SELECT $4::timestamptz AS started_at) a`,
+			soakAnchor, dueGrid.period.Seconds(), dueGrid.offsets[i], c.started).Scan(&due)
+		require.NoError(t, err)
+		want, err := dueGrid.due(c.id, c.started)
+		require.NoError(t, err)
+		require.True(t, want.Equal(due), "%s started %s: Go %s, SQL %s", c.id, c.started, want, due)
 	}
 }
