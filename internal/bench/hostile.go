@@ -709,8 +709,12 @@ func (h *hostile) measure(ctx context.Context, r repro) (ReproResult, error) {
 }
 
 // gcBody is the body of the requests that make serve collect garbage: a
-// payload over its limit, refused once read.
-var gcBody = []byte(`{"payload":"` + strings.Repeat("x", 256<<10) + `"}`)
+// payload over its limit, refused once read. It is made at first use: every
+// freshen process links this package, and serve would otherwise keep its
+// quarter megabyte on the heap for nothing.
+var gcBody = sync.OnceValue(func() []byte {
+	return []byte(`{"payload":"` + strings.Repeat("x", 256<<10) + `"}`)
+})
 
 // heapAfterGC makes serve collect garbage, sending it requests that
 // allocate and keep nothing until its count of collections moves, and
@@ -723,7 +727,7 @@ func (h *hostile) heapAfterGC(ctx context.Context) (int64, bool, error) {
 		return 0, false, err
 	}
 	for range 400 {
-		if _, err := h.do(ctx, http.MethodPut, "/models/h-garbage", gcBody); err != nil {
+		if _, err := h.do(ctx, http.MethodPut, "/models/h-garbage", gcBody()); err != nil {
 			return 0, false, err
 		}
 		n, _, err := h.heapInUse(ctx)

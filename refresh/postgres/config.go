@@ -121,6 +121,11 @@ func ParseConfig(url string, s Session) (*pgxpool.Config, error) {
 	if !strings.Contains(url, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = DefaultExecMode
 	}
+	// pgx makes a cache of statements and one of descriptions on every
+	// connection, 512 entries each, which these two modes never use.
+	if m := cfg.ConnConfig.DefaultQueryExecMode; m == pgx.QueryExecModeExec || m == pgx.QueryExecModeSimpleProtocol {
+		cfg.ConnConfig.StatementCacheCapacity, cfg.ConnConfig.DescriptionCacheCapacity = 0, 0
+	}
 	cfg.AfterConnect = registerTypes
 	params := cfg.ConnConfig.RuntimeParams
 	if s.ApplicationName != "" && params["application_name"] == "" {
