@@ -46,7 +46,8 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 Runs a steady load for --minutes: --models models, due so that --rate cycles a second fall
 due, freshen serve (history pruned after --horizon) and a worker that fails and hangs some
-jobs, as child processes. Every --interval it prints cycles/s, start lateness, the memory of
+jobs, as child processes; the history starts full (each model's last start of the --horizon
+before the run), so that pruning works from the first minute as it does later. Every --interval it prints cycles/s, start lateness, the memory of
 serve, the worker and Redis, the size of every table and index, dead tuples and autovacuum
 runs; at the end, the drift of cycles/s and p99 lateness from the first fifth of the run (at
 most 5 minutes) to the last, the growth of the sizes over the last third (at most 10
@@ -113,8 +114,8 @@ func printSoak(out io.Writer, r bench.SoakResult) {
 	if r.BurstRate > 0 {
 		burst = "half of a burst's " + benchRate(r.BurstRate)
 	}
-	fmt.Fprintf(out, "\n%d models due every %s: %s due (%s); %s; history pruned after %s\n",
-		r.Models, r.Period, benchRate(r.Rate), burst, benchDur(r.Duration), r.Horizon)
+	fmt.Fprintf(out, "\n%d models due every %s: %s due (%s); %s; history pruned after %s (%d attempts of it written before the run)\n",
+		r.Models, r.Period, benchRate(r.Rate), burst, benchDur(r.Duration), r.Horizon, r.History)
 	benchRow(out, fmt.Sprintf("cycles/s drift, last %s against the first", r.Window), fmt.Sprintf("%+.1f%%", r.CyclesDriftPct),
 		fmt.Sprintf("within ±%d%%", targetDriftPct), math.Abs(r.CyclesDriftPct) <= targetDriftPct)
 	benchRow(out, fmt.Sprintf("p99 lateness drift, last %s against the first", r.Window), fmt.Sprintf("%+.1f%%", r.P99DriftPct),

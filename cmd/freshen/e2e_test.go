@@ -717,7 +717,9 @@ func TestE2EBench(t *testing.T) {
 		out := runBenchCommand(t, "soak", "--models", "300", "--rate", "100", "--minutes", "0.5",
 			"--interval", "5s", "--horizon", "30s", "--concurrency", "32")
 		for _, want := range []string{"cycles/s", "starts late p50", "RSS: serve", "Redis used_memory", "sizes: attempts",
-			"pg_stat_user_tables: attempts", "autovacuums", "cycles/s drift", "p99 lateness drift", "size growth", "lost (of"} {
+			"pg_stat_user_tables: attempts", "autovacuums", "cycles/s drift", "p99 lateness drift", "size growth", "lost (of",
+			// every model is due every 3s: each has its last start before the run in the history
+			"history pruned after 30s (300 attempts of it written before the run)"} {
 			require.Contains(t, out, want)
 		}
 		result := ""

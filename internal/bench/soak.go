@@ -161,6 +161,9 @@ type SoakResult struct {
 	Rate     float64
 	Duration time.Duration
 	Horizon  time.Duration
+	// History is how many attempts were written before the run, one
+	// Horizon of them (prefillHistory).
+	History int64
 	// FailPercent and HangPercent are the worker's.
 	FailPercent, HangPercent float64
 	Samples                  []SoakSample
@@ -225,6 +228,9 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	t0 := b.clock.Now().Add(lead).Truncate(time.Second)
 	grid, err := b.loadSteady(ctx, pool, "s-", cfg.Models, rate, t0)
 	if err != nil {
+		return res, err
+	}
+	if res.History, err = prefillHistory(ctx, pool, grid, t0, cfg.Horizon, cfg.FailPercent); err != nil {
 		return res, err
 	}
 	res.Period, res.Rate = grid.period, float64(cfg.Models)/grid.period.Seconds()
@@ -415,6 +421,33 @@ func (b *Bench) loadSteady(ctx context.Context, pool *pgxpool.Pool, prefix strin
 		return g, fmt.Errorf("notify: %w", err)
 	}
 	return g, nil
+}
+
+// prefillHistory writes the history the run would hold at t0 had it been
+// running for a while, and returns how many attempts that is: for each model whose last occurrence before t0 is
+// within horizon, an attempt that started then and ended 50 ms later
+// (failPercent of them failed, to be retried). Without it, the history is
+// too young for retention to delete anything in the first minutes, which
+// then run lighter than all the later ones.
+func prefillHistory(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, t0 time.Time, horizon time.Duration, failPercent float64) (int64, error) {
+	tag, err := pool.Exec(ctx, `INSERT INTO attempts (started_at, deadline_at, finished_at, attempt_no,
+			outcome, uid, model_id, failure)
+		SELECT a.due, a.due + $5::interval, a.due + interval '50 ms', 1,
+			(CASE WHEN f.failed THEN 'failure' ELSE 'success' END)::attempt_outcome, 'prefill-' || o.id, o.id,
+			CASE WHEN f.failed THEN ROW(1000000000, 'retry', 'error', 'bench: planned failure')::attempt_failure END
+		FROM soak_offsets o
+		CROSS JOIN LATERAL (SELECT `+dueSQL+` AS due FROM (SELECT $3::timestamptz AS started_at) a) a
+		CROSS JOIN LATERAL (SELECT abs(hashtext(o.id)) % 10000 < $6 * 100 AS failed) f
+		WHERE a.due < $3 AND a.due >= $3::timestamptz - $4::interval
+		ORDER BY a.due`,
+		soakAnchor, g.period.Seconds(), t0, horizon, soakTimeout, failPercent)
+	if err != nil {
+		return 0, fmt.Errorf("soak: history: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE attempts`); err != nil {
+		return 0, fmt.Errorf("soak: history: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // dueSQL is the occurrence an attempt a of a model of the grid whose
