@@ -97,9 +97,9 @@ const keepAliveProbes = 3
 
 // DefaultExecMode is how the pool's connections send statements, unless
 // the connection string sets default_query_exec_mode: each statement is
-// parsed as the unnamed statement, in the round trip that runs it, and only
-// its description (argument and result types) is cached by the client. No
-// named prepared statement outlives its transaction, which a pooler in
+// parsed as the unnamed statement, in the round trip that runs it, with its
+// arguments in text form, and the client caches nothing of it. No named
+// prepared statement outlives its transaction, which a pooler in
 // transaction mode needs, at no extra round trip: see docs/deployment.md
 // (Poolers) for what each mode cost.
 const DefaultExecMode = pgx.QueryExecModeExec
