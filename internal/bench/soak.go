@@ -424,9 +424,10 @@ func (b *Bench) loadSteady(ctx context.Context, pool *pgxpool.Pool, prefix strin
 }
 
 // prefillHistory writes the history the run would hold at t0 had it been
-// running for a while, and returns how many attempts that is: for each model whose last occurrence before t0 is
-// within horizon, an attempt that started then and ended 50 ms later
-// (failPercent of them failed, to be retried). Without it, the history is
+// running for a while, and returns how many attempts that is: for each
+// model whose last occurrence before t0 (strictly: a model due at t0 starts
+// the run) is within horizon, an attempt that started then and ended 50 ms
+// later (failPercent of them failed, to be retried). Without it, the history is
 // too young for retention to delete anything in the first minutes, which
 // then run lighter than all the later ones.
 func prefillHistory(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, t0 time.Time, horizon time.Duration, failPercent float64) (int64, error) {
@@ -436,7 +437,7 @@ func prefillHistory(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, t0 ti
 			(CASE WHEN f.failed THEN 'failure' ELSE 'success' END)::attempt_outcome, 'prefill-' || o.id, o.id,
 			CASE WHEN f.failed THEN ROW(1000000000, 'retry', 'error', 'bench: planned failure')::attempt_failure END
 		FROM soak_offsets o
-		CROSS JOIN LATERAL (SELECT `+dueSQL+` AS due FROM (SELECT $3::timestamptz AS started_at) a) a
+		CROSS JOIN LATERAL (SELECT `+dueSQL+` AS due FROM (SELECT $3::timestamptz - interval '1 microsecond' AS started_at) a) a
 		CROSS JOIN LATERAL (SELECT abs(hashtext(o.id)) % 10000 < $6 * 100 AS failed) f
 		WHERE a.due < $3 AND a.due >= $3::timestamptz - $4::interval
 		ORDER BY a.due`,

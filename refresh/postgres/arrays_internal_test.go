@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,13 +34,18 @@ func TestArrayTextRoundTrip(t *testing.T) {
 	ints := []int64{0, -1, 2147483647, -2147483648, 1 << 40}
 	tids := []pgtype.TID{{BlockNumber: 0, OffsetNumber: 1, Valid: true}, {BlockNumber: 4294967295, OffsetNumber: 65535, Valid: true}}
 
-	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol,
-		pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec, pgx.QueryExecModeCacheStatement} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for name, mode := range map[string]pgx.QueryExecMode{"exec": pgx.QueryExecModeExec, "simple_protocol": pgx.QueryExecModeSimpleProtocol,
+		"cache_describe": pgx.QueryExecModeCacheDescribe, "describe_exec": pgx.QueryExecModeDescribeExec, "cache_statement": pgx.QueryExecModeCacheStatement} {
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			cfg, err := ParseConfig(url, Session{})
+			// Chosen as a deployment chooses it: in the URL.
+			sep := "?"
+			if strings.Contains(url, "?") {
+				sep = "&"
+			}
+			cfg, err := ParseConfig(url+sep+"default_query_exec_mode="+name, Session{})
 			require.NoError(t, err)
-			cfg.ConnConfig.DefaultQueryExecMode = mode
+			require.Equal(t, mode, cfg.ConnConfig.DefaultQueryExecMode)
 			conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 			require.NoError(t, err)
 			defer conn.Close(ctx)

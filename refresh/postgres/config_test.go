@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/freshen-dev/freshen/refresh"
 	"github.com/freshen-dev/freshen/refresh/postgres"
 	"github.com/freshen-dev/freshen/refresh/storetest"
@@ -23,5 +25,23 @@ func TestStoreExecModes(t *testing.T) {
 				return setupURL(t, url+"&default_query_exec_mode="+mode, postgres.DefaultSession()).store
 			})
 		})
+	}
+}
+
+// pgx's per-connection caches of statements and of their descriptions are
+// made only in the modes that use them.
+func TestParseConfigCaches(t *testing.T) {
+	t.Parallel()
+	for mode, cached := range map[string]bool{"": false, "exec": false, "simple_protocol": false,
+		"cache_describe": true, "cache_statement": true} {
+		url := "postgres://u@localhost/db"
+		if mode != "" {
+			url += "?default_query_exec_mode=" + mode
+		}
+		cfg, err := postgres.ParseConfig(url, postgres.Session{})
+		require.NoError(t, err, mode)
+		c := cfg.ConnConfig
+		require.Equal(t, cached, c.StatementCacheCapacity > 0 && c.DescriptionCacheCapacity > 0, mode)
+		require.Equal(t, cached, c.StatementCacheCapacity > 0 || c.DescriptionCacheCapacity > 0, mode)
 	}
 }
