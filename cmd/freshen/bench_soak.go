@@ -47,13 +47,13 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 Runs a steady load for --minutes: --models models, due so that --rate cycles a second fall
 due, freshen serve (history pruned after --horizon) and a worker that fails and hangs some
 jobs, as child processes; the history starts full (each model's last start of the --horizon
-before the run), so that pruning works from the first minute as it does later. Every --interval it prints cycles/s, start lateness, the memory of
-serve, the worker and Redis, the size of every table and index, dead tuples and autovacuum
-runs; at the end, the drift of cycles/s and p99 lateness from the first fifth of the run (at
-most 5 minutes) to the last, the growth of the sizes over the last third (at most 10
-minutes), and an SQL check that every due start of the last --horizon happened exactly
-once and nothing is stuck (the command fails if not). It works in a schema and under a
-Redis key prefix of its own.`)
+before the run), so that pruning works from the first minute as it does later. Every
+--interval it prints cycles/s, start lateness, the memory of serve, the worker and Redis, the
+size of every table and index, dead tuples and autovacuum runs; at the end, the drift of
+cycles/s and p99 lateness from the first fifth of the run (at most 5 minutes) to the last, the
+growth of the sizes over the last third (at most 10 minutes), and an SQL check that every due
+start of the last --horizon happened exactly once and nothing is stuck (the command fails if
+not). It works in a schema and under a Redis key prefix of its own.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

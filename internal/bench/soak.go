@@ -427,9 +427,9 @@ func (b *Bench) loadSteady(ctx context.Context, pool *pgxpool.Pool, prefix strin
 // running for a while, and returns how many attempts that is: for each
 // model whose last occurrence before t0 (strictly: a model due at t0 starts
 // the run) is within horizon, an attempt that started then and ended 50 ms
-// later (failPercent of them failed, to be retried). Without it, the history is
-// too young for retention to delete anything in the first minutes, which
-// then run lighter than all the later ones.
+// later (failPercent of them failed, to be retried). Without it, the
+// history is too young for retention to delete anything in the first
+// minutes, which then run lighter than all the later ones.
 func prefillHistory(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, t0 time.Time, horizon time.Duration, failPercent float64) (int64, error) {
 	tag, err := pool.Exec(ctx, `INSERT INTO attempts (started_at, deadline_at, finished_at, attempt_no,
 			outcome, uid, model_id, failure)
@@ -439,7 +439,7 @@ func prefillHistory(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, t0 ti
 		FROM soak_offsets o
 		CROSS JOIN LATERAL (SELECT `+dueSQL+` AS due FROM (SELECT $3::timestamptz - interval '1 microsecond' AS started_at) a) a
 		CROSS JOIN LATERAL (SELECT abs(hashtext(o.id)) % 10000 < $6 * 100 AS failed) f
-		WHERE a.due < $3 AND a.due >= $3::timestamptz - $4::interval
+		WHERE a.due >= $3::timestamptz - $4::interval
 		ORDER BY a.due`,
 		soakAnchor, g.period.Seconds(), t0, horizon, soakTimeout, failPercent)
 	if err != nil {
