@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,12 +37,7 @@ func TestArrayTextRoundTrip(t *testing.T) {
 		"cache_describe": pgx.QueryExecModeCacheDescribe, "describe_exec": pgx.QueryExecModeDescribeExec, "cache_statement": pgx.QueryExecModeCacheStatement} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			// Chosen as a deployment chooses it: in the URL.
-			sep := "?"
-			if strings.Contains(url, "?") {
-				sep = "&"
-			}
-			cfg, err := ParseConfig(url+sep+"default_query_exec_mode="+name, Session{})
+			cfg, err := ParseConfig(WithExecMode(url, name), Session{})
 			require.NoError(t, err)
 			require.Equal(t, mode, cfg.ConnConfig.DefaultQueryExecMode)
 			conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)

@@ -22,7 +22,7 @@ func TestStoreExecModes(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			storetest.Run(t, func(t *testing.T) refresh.Store {
-				return setupURL(t, url+"&default_query_exec_mode="+mode, postgres.DefaultSession()).store
+				return setupURL(t, postgres.WithExecMode(url, mode), postgres.DefaultSession()).store
 			})
 		})
 	}
@@ -36,7 +36,7 @@ func TestParseConfigCaches(t *testing.T) {
 		"cache_describe": true, "cache_statement": true} {
 		url := "postgres://u@localhost/db"
 		if mode != "" {
-			url += "?default_query_exec_mode=" + mode
+			url = postgres.WithExecMode(url, mode)
 		}
 		cfg, err := postgres.ParseConfig(url, postgres.Session{})
 		require.NoError(t, err, mode)

@@ -2,10 +2,21 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// WithExecMode returns url choosing the exec mode mode, as a deployment
+// chooses it: default_query_exec_mode in the URL.
+func WithExecMode(url, mode string) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "default_query_exec_mode=" + mode
+}
 
 // StoreError is storeError, for the tests of the classification of errors
 // that the store's own statements cannot provoke.
