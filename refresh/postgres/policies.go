@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,17 +35,56 @@ const prunePolicies = `WITH used AS MATERIALIZED (SELECT DISTINCT policy_id AS i
 // PrunePolicies deletes the stored policies that no model has used since
 // a pass at least PolicyGrace before now, and marks those unused now for a
 // later pass. It holds the advisory lock that freshen_policy_id shares,
-// so writes that name a policy wait for it (one scan of models).
+// so writes that name a policy wait for it (one scan of models). It scans
+// only when a policy may have been left unused since this store's last
+// pass (the count policies_released has moved: a model deleted, a policy
+// changed or added) or while policies are marked; else it returns at once.
 func (s *Store) PrunePolicies(ctx context.Context, now time.Time) (int, error) {
 	var deleted int
+	var count released
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.freshen_policies'))`); err != nil {
 			return err
+		}
+		var marked bool
+		if err := tx.QueryRow(ctx, `SELECT last_value, is_called, EXISTS (SELECT FROM policies WHERE orphaned_at IS NOT NULL)
+			FROM policies_released`).Scan(&count.last, &count.called, &marked); err != nil {
+			return err
+		}
+		if !marked && s.released.same(count) {
+			return nil
 		}
 		return tx.QueryRow(ctx, prunePolicies, now.Add(-PolicyGrace), now).Scan(&deleted)
 	})
 	if err != nil {
 		return 0, storeError("prune policies", err)
 	}
+	s.released.set(count)
 	return deleted, nil
+}
+
+// released is a reading of the sequence policies_released.
+type released struct {
+	last   int64
+	called bool
+}
+
+// releasedSeen is what the last pass of PrunePolicies that committed read
+// of policies_released.
+type releasedSeen struct {
+	mu    sync.Mutex
+	known bool
+	seen  released
+}
+
+func (r *releasedSeen) same(c released) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.known && r.seen == c
+}
+
+func (r *releasedSeen) set(c released) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.known, r.seen = true, c
 }

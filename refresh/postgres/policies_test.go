@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,4 +141,99 @@ func TestPrunerDeletesUnusedPolicies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Policies)
 	require.Equal(t, 1, policyCount(t, b))
+}
+
+// A pass scans models only when a policy may have been left unused since
+// the last one (a model deleted, a policy changed or added) and while
+// policies are marked; writes that leave every policy in use cost the
+// passes after them no scan.
+func TestPrunePoliciesScansAfterChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	st := &statements{keep: true}
+	s := tracedStore(t, b, st)
+	a, c := twoPolicies(t, b)
+	scans := func() int {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		n := 0
+		for _, sql := range st.text {
+			if strings.Contains(sql, "SELECT DISTINCT policy_id") {
+				n++
+			}
+		}
+		return n
+	}
+	prune := func(at time.Duration) (deleted int, scanned bool) {
+		t.Helper()
+		before := scans()
+		n, err := s.PrunePolicies(ctx, t0.Add(at))
+		require.NoError(t, err)
+		return n, scans() > before
+	}
+
+	_, scanned := prune(0)
+	require.True(t, scanned, "the first pass of a store")
+	_, scanned = prune(time.Minute)
+	require.False(t, scanned, "nothing written since")
+
+	d := model("d", t0)
+	d.Policy = a.Policy
+	put(t, b.store, d)
+	a.State.RefreshAt = t0.Add(time.Hour)
+	put(t, b.store, a)
+	_, scanned = prune(2 * time.Minute)
+	require.False(t, scanned, "a model created with a stored policy, another edited")
+
+	c.Policy = a.Policy
+	put(t, b.store, c)
+	n, scanned := prune(3 * time.Minute)
+	require.True(t, scanned, "a policy changed")
+	require.Zero(t, n, "marked")
+	n, scanned = prune(3*time.Minute + postgres.PolicyGrace)
+	require.True(t, scanned, "a policy marked")
+	require.Equal(t, 1, n)
+	_, scanned = prune(10 * time.Minute)
+	require.False(t, scanned)
+
+	_, err := b.pool.Exec(ctx, `DELETE FROM models WHERE id = 'd'`)
+	require.NoError(t, err)
+	_, scanned = prune(11 * time.Minute)
+	require.True(t, scanned, "a model deleted")
+	_, scanned = prune(12 * time.Minute)
+	require.False(t, scanned)
+
+	e := model("e", t0)
+	e.Policy.Timeout *= 3
+	put(t, b.store, e)
+	_, scanned = prune(13 * time.Minute)
+	require.True(t, scanned, "a policy added")
+	require.Equal(t, 2, policyCount(t, b))
+
+	// A deletion not yet committed holds off the pass, which then sees
+	// it: the policy it leaves unused is marked.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `DELETE FROM models WHERE id = 'e'`)
+	require.NoError(t, err)
+	before := scans()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.PrunePolicies(ctx, t0.Add(14*time.Minute))
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'advisory'
+			AND objid::bigint = hashtext(current_schema() || '.freshen_policies')::bigint & 4294967295`).Scan(&n))
+		return n > 0
+	}, 10*time.Second, 10*time.Millisecond, "the pass waits for the deletion")
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, <-done)
+	require.Greater(t, scans(), before)
+	var marked int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM policies WHERE orphaned_at IS NOT NULL`).Scan(&marked))
+	require.Equal(t, 1, marked, "the policy of e")
 }

@@ -58,6 +58,8 @@ type Store struct {
 	floor claimFloor
 	// cursor holds where the full batches of the claims under way end.
 	cursor claimCursor
+	// released is what PrunePolicies last read of policies_released.
+	released releasedSeen
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
