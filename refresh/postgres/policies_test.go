@@ -30,6 +30,26 @@ func twoPolicies(t *testing.T, b bundle) (a, c refresh.Model) {
 	return a, c
 }
 
+// pruneWaiting starts a pass of PrunePolicies on s at now and returns
+// once it waits for the advisory lock of the policies; the channel gets
+// its error.
+func pruneWaiting(t *testing.T, b bundle, s *postgres.Store, now time.Time) <-chan error {
+	t.Helper()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.PrunePolicies(ctx, now)
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'advisory'
+			AND objid::bigint = hashtext(current_schema() || '.freshen_policies')::bigint & 4294967295`).Scan(&n))
+		return n > 0
+	}, 10*time.Second, 10*time.Millisecond, "the pass waits for the lock")
+	return done
+}
+
 // A policy no model uses is deleted by the first pass at least
 // PolicyGrace after the pass that found it unused; one used again in
 // between is kept, and the models read the same policies throughout.
@@ -101,17 +121,7 @@ func TestPrunePoliciesWaitsForWrites(t *testing.T) {
 		WHERE id = 'c' RETURNING policy_id`, old).Scan(&again))
 	require.Equal(t, old, again)
 
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.store.PrunePolicies(ctx, t0.Add(time.Hour))
-		done <- err
-	}()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'advisory'
-			AND objid::bigint = hashtext(current_schema() || '.freshen_policies')::bigint & 4294967295`).Scan(&n))
-		return n > 0
-	}, 10*time.Second, 10*time.Millisecond, "the prune waits for the write")
+	done := pruneWaiting(t, b, b.store, t0.Add(time.Hour))
 	require.NoError(t, tx.Commit(ctx))
 	require.NoError(t, <-done)
 	require.Equal(t, 2, policyCount(t, b), "the policy given again is kept")
@@ -219,17 +229,7 @@ func TestPrunePoliciesScansAfterChanges(t *testing.T) {
 	_, err = tx.Exec(ctx, `DELETE FROM models WHERE id = 'e'`)
 	require.NoError(t, err)
 	before := scans()
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.PrunePolicies(ctx, t0.Add(14*time.Minute))
-		done <- err
-	}()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'advisory'
-			AND objid::bigint = hashtext(current_schema() || '.freshen_policies')::bigint & 4294967295`).Scan(&n))
-		return n > 0
-	}, 10*time.Second, 10*time.Millisecond, "the pass waits for the deletion")
+	done := pruneWaiting(t, b, s, t0.Add(14*time.Minute))
 	require.NoError(t, tx.Commit(ctx))
 	require.NoError(t, <-done)
 	require.Greater(t, scans(), before)
