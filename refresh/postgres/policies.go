@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,17 +40,17 @@ const prunePolicies = `WITH used AS MATERIALIZED (SELECT DISTINCT policy_id AS i
 // changed or added) or while policies are marked; else it returns at once.
 func (s *Store) PrunePolicies(ctx context.Context, now time.Time) (int, error) {
 	var deleted int
-	var count released
+	var count int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.freshen_policies'))`); err != nil {
 			return err
 		}
 		var marked bool
-		if err := tx.QueryRow(ctx, `SELECT last_value, is_called, EXISTS (SELECT FROM policies WHERE orphaned_at IS NOT NULL)
-			FROM policies_released`).Scan(&count.last, &count.called, &marked); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END,
+			EXISTS (SELECT FROM policies WHERE orphaned_at IS NOT NULL) FROM policies_released`).Scan(&count, &marked); err != nil {
 			return err
 		}
-		if !marked && s.released.same(count) {
+		if seen := s.released.Load(); !marked && seen != nil && *seen == count {
 			return nil
 		}
 		return tx.QueryRow(ctx, prunePolicies, now.Add(-PolicyGrace), now).Scan(&deleted)
@@ -59,32 +58,6 @@ func (s *Store) PrunePolicies(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, storeError("prune policies", err)
 	}
-	s.released.set(count)
+	s.released.Store(&count)
 	return deleted, nil
-}
-
-// released is a reading of the sequence policies_released.
-type released struct {
-	last   int64
-	called bool
-}
-
-// releasedSeen is what the last pass of PrunePolicies that committed read
-// of policies_released.
-type releasedSeen struct {
-	mu    sync.Mutex
-	known bool
-	seen  released
-}
-
-func (r *releasedSeen) same(c released) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.known && r.seen == c
-}
-
-func (r *releasedSeen) set(c released) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.known, r.seen = true, c
 }

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,8 +59,9 @@ type Store struct {
 	floor claimFloor
 	// cursor holds where the full batches of the claims under way end.
 	cursor claimCursor
-	// released is what PrunePolicies last read of policies_released.
-	released releasedSeen
+	// released is the count of policies_released that the last pass of
+	// PrunePolicies read, once it committed (nil before its first).
+	released atomic.Pointer[int64]
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
