@@ -17,83 +17,87 @@
 # time and the success), each in its own transaction, from a procedure; the
 # layouts alternate, `pairs` (3) times. Each line is "<layout>: <elapsed>,
 # <the backend's CPU seconds>, <WAL written>"; the last says how many of
-# each table's updates were HOT. It works in a schema of its own, dropped at
-# the end, and needs DATABASE_URL (with-servers.sh sets it) and psql.
+# each table's updates were HOT. It works in schemas of its own (row_layout,
+# row_layout_one, row_layout_two), dropped at the end, and needs DATABASE_URL (with-servers.sh sets it) and psql.
 set -euo pipefail
 
 pairs=${1:-3}
 url=$DATABASE_URL
 q() { psql -qXAt -v ON_ERROR_STOP=1 "$url" "$@"; }
-trap 'q -c "DROP SCHEMA IF EXISTS row_layout CASCADE" >/dev/null 2>&1' EXIT
+schemas="row_layout row_layout_one row_layout_two"
+drop() { for n in $schemas; do q -c "DROP SCHEMA IF EXISTS $n CASCADE"; done; }
+trap 'drop >/dev/null 2>&1' EXIT
+drop >/dev/null 2>&1
 
+# Each layout's wide row is the table models of a schema of its own, so that
+# one procedure (in row_layout) runs both: its table names resolve through
+# the search_path of the session that calls it, and only the narrow row's
+# steps depend on the layout.
 q >/dev/null <<'SQL'
 SET client_min_messages = warning;
-DROP SCHEMA IF EXISTS row_layout CASCADE;
 CREATE SCHEMA row_layout;
-SET search_path = row_layout;
-CREATE TABLE one (id text COLLATE "C" PRIMARY KEY, queue text, payload json, policy_id bigint, filler text,
-  refresh_at timestamptz, deadline_at timestamptz, attempt_no int, attempt_uid text, started_at timestamptz,
-  last_success_at timestamptz, updated_at timestamptz,
+CREATE SCHEMA row_layout_one;
+CREATE SCHEMA row_layout_two;
+CREATE TABLE row_layout_one.models (id text COLLATE "C" PRIMARY KEY, queue text, payload json, policy_id bigint,
+  filler text, refresh_at timestamptz, deadline_at timestamptz, attempt_no int, attempt_uid text,
+  started_at timestamptz, last_success_at timestamptz, updated_at timestamptz,
   due_at timestamptz GENERATED ALWAYS AS (least(refresh_at, deadline_at)) STORED);
-INSERT INTO one (id, queue, payload, policy_id, filler, refresh_at, attempt_no, updated_at)
+INSERT INTO row_layout_one.models (id, queue, payload, policy_id, filler, refresh_at, attempt_no, updated_at)
   SELECT 'm' || lpad(i::text, 8, '0'), 'q', json_build_object('p', repeat('x', 190)), 1, repeat('f', 380),
     now() + interval '1 day', 0, now()
   FROM generate_series(0, 999999) i;
-CREATE INDEX one_due ON one (due_at, id);
-CREATE INDEX one_running ON one (queue, id) WHERE attempt_uid IS NOT NULL;
-CREATE TABLE two (id text COLLATE "C" PRIMARY KEY, queue text, payload json, policy_id bigint, filler text,
-  refresh_at timestamptz, deadline_at timestamptz, attempt_no int, attempt_uid text, started_at timestamptz,
-  last_success_at timestamptz, updated_at timestamptz) WITH (fillfactor = 90);
-INSERT INTO two SELECT id, queue, payload, policy_id, filler, refresh_at, deadline_at, attempt_no, attempt_uid,
-  started_at, last_success_at, updated_at FROM one;
-CREATE TABLE two_due (id text COLLATE "C" PRIMARY KEY, queue text, due_at timestamptz, running bool NOT NULL DEFAULT false);
-INSERT INTO two_due SELECT id, queue, due_at FROM one;
-CREATE INDEX two_due_due ON two_due (due_at, id);
-CREATE INDEX two_due_running ON two_due (queue, id) WHERE running;
-VACUUM ANALYZE one, two, two_due;
+CREATE INDEX ON row_layout_one.models (due_at, id);
+CREATE INDEX ON row_layout_one.models (queue, id) WHERE attempt_uid IS NOT NULL;
+-- The same wide row without the due time, its primary key its one index.
+CREATE TABLE row_layout_two.models (LIKE row_layout_one.models INCLUDING DEFAULTS);
+ALTER TABLE row_layout_two.models DROP COLUMN due_at, ADD PRIMARY KEY (id), SET (fillfactor = 90);
+INSERT INTO row_layout_two.models SELECT id, queue, payload, policy_id, filler, refresh_at, deadline_at,
+  attempt_no, attempt_uid, started_at, last_success_at, updated_at FROM row_layout_one.models;
+CREATE TABLE row_layout_two.models_due (id text COLLATE "C" PRIMARY KEY, queue text, due_at timestamptz,
+  running bool NOT NULL DEFAULT false);
+INSERT INTO row_layout_two.models_due SELECT id, queue, due_at FROM row_layout_one.models;
+CREATE INDEX ON row_layout_two.models_due (due_at, id);
+CREATE INDEX ON row_layout_two.models_due (queue, id) WHERE running;
+VACUUM ANALYZE row_layout_one.models, row_layout_two.models, row_layout_two.models_due;
 CHECKPOINT;
 
 -- batch_ids returns the 750 rows of batch k, spread over the table.
-CREATE FUNCTION batch_ids(k int) RETURNS text[] LANGUAGE sql AS $$
+CREATE FUNCTION row_layout.batch_ids(k int) RETURNS text[] LANGUAGE sql AS $$
   SELECT ARRAY(SELECT 'm' || lpad((((k::bigint * 750 + i) * 7919) % 1000000)::text, 8, '0')
     FROM generate_series(1, 750) i) $$;
 
-CREATE PROCEDURE run_one(batches int, base int) LANGUAGE plpgsql AS $$
-DECLARE ids text[];
+-- take locks the rows of ids for a step of a cycle: with split (the
+-- second layout), it locks the narrow rows and sets their due time and
+-- running flag, and the step writes the wide rows without a lock of their
+-- own; else it locks the wide rows.
+CREATE FUNCTION row_layout.take(ids text[], split bool, due interval, running bool) RETURNS void
+LANGUAGE plpgsql AS $$
 BEGIN
-  FOR k IN base..base + batches - 1 LOOP
-    ids := batch_ids(k);
-    PERFORM 1 FROM one WHERE id = ANY(ids) FOR UPDATE;
-    UPDATE one SET refresh_at = now() + interval '5 minutes', deadline_at = now() + interval '5 minutes',
-      attempt_no = one.attempt_no + 1, attempt_uid = 'u' || one.id || k, started_at = now(), updated_at = now()
-      FROM unnest(ids) u(id) WHERE one.id = u.id;
-    COMMIT;
-    PERFORM 1 FROM one WHERE id = ANY(ids) FOR UPDATE;
-    UPDATE one SET refresh_at = now() + interval '1 day', deadline_at = NULL, attempt_uid = NULL,
-      last_success_at = now(), updated_at = now()
-      FROM unnest(ids) u(id) WHERE one.id = u.id;
-    COMMIT;
-  END LOOP;
+  IF split THEN
+    PERFORM 1 FROM models_due WHERE id = ANY(ids) FOR UPDATE;
+    UPDATE models_due SET due_at = now() + due, running = take.running
+      FROM unnest(ids) u(id) WHERE models_due.id = u.id;
+  ELSE
+    PERFORM 1 FROM models WHERE id = ANY(ids) FOR UPDATE;
+  END IF;
 END $$;
 
-CREATE PROCEDURE run_two(batches int, base int) LANGUAGE plpgsql AS $$
+-- run_cycles runs batches from base on, each a claim and an outcome.
+CREATE PROCEDURE row_layout.run_cycles(batches int, base int, split bool) LANGUAGE plpgsql AS $$
 DECLARE ids text[];
 BEGIN
   FOR k IN base..base + batches - 1 LOOP
     ids := batch_ids(k);
-    PERFORM 1 FROM two_due WHERE id = ANY(ids) FOR UPDATE;
-    UPDATE two_due SET due_at = now() + interval '5 minutes', running = true
-      FROM unnest(ids) u(id) WHERE two_due.id = u.id;
-    UPDATE two SET refresh_at = now() + interval '5 minutes', deadline_at = now() + interval '5 minutes',
-      attempt_no = two.attempt_no + 1, attempt_uid = 'u' || two.id || k, started_at = now(), updated_at = now()
-      FROM unnest(ids) u(id) WHERE two.id = u.id;
+    PERFORM take(ids, split, interval '5 minutes', true);
+    UPDATE models SET refresh_at = now() + interval '5 minutes', deadline_at = now() + interval '5 minutes',
+      attempt_no = models.attempt_no + 1, attempt_uid = 'u' || models.id || k, started_at = now(),
+      updated_at = now()
+      FROM unnest(ids) u(id) WHERE models.id = u.id;
     COMMIT;
-    PERFORM 1 FROM two_due WHERE id = ANY(ids) FOR UPDATE;
-    UPDATE two_due SET due_at = now() + interval '1 day', running = false
-      FROM unnest(ids) u(id) WHERE two_due.id = u.id;
-    UPDATE two SET refresh_at = now() + interval '1 day', deadline_at = NULL, attempt_uid = NULL,
+    PERFORM take(ids, split, interval '1 day', false);
+    UPDATE models SET refresh_at = now() + interval '1 day', deadline_at = NULL, attempt_uid = NULL,
       last_success_at = now(), updated_at = now()
-      FROM unnest(ids) u(id) WHERE two.id = u.id;
+      FROM unnest(ids) u(id) WHERE models.id = u.id;
     COMMIT;
   END LOOP;
 END $$;
@@ -108,7 +112,10 @@ for _ in $(seq "$pairs"); do
 		start=$(date +%s.%N)
 		# The backend's CPU is read from /proc while the procedure runs: it
 		# ends with the session.
-		q -c "SELECT pg_backend_pid()" -c "SET search_path = row_layout" -c "CALL run_$layout(200, $base)" >"$out" &
+		split=false
+		[ "$layout" = two ] && split=true
+		q -c "SELECT pg_backend_pid()" -c "SET search_path = row_layout_$layout, row_layout" \
+			-c "CALL run_cycles(200, $base, $split)" >"$out" &
 		client=$!
 		until [ -s "$out" ]; do sleep 0.01; done
 		backend=$(head -1 "$out")
@@ -126,5 +133,5 @@ for _ in $(seq "$pairs"); do
 	done
 done
 rm -f "$out"
-q -F ' ' -c "SELECT relname || ':', n_tup_upd, 'updates,', n_tup_hot_upd, 'HOT' FROM pg_stat_user_tables
-	WHERE schemaname = 'row_layout' ORDER BY relname" | tr '\n' ';' | sed 's/;$/\n/; s/;/; /g'
+q -F ' ' -c "SELECT schemaname || '.' || relname || ':', n_tup_upd, 'updates,', n_tup_hot_upd, 'HOT'
+	FROM pg_stat_user_tables WHERE schemaname LIKE 'row_layout_%' ORDER BY 1" | tr '\n' ';' | sed 's/;$/\n/; s/;/; /g'
