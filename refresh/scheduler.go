@@ -109,6 +109,8 @@ type Scheduler struct {
 	wake chan struct{}
 	// more wakes the helper loops of Start: a pass claimed a full batch.
 	more chan struct{}
+	// ended hears that a helper loop's pass ended.
+	ended chan struct{}
 }
 
 // TickResult is what one pass did.
@@ -129,7 +131,8 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1), more: make(chan struct{}, max(cfg.Loops, 2))}, nil
+	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1), more: make(chan struct{}, max(cfg.Loops, 2)),
+		ended: make(chan struct{}, 1)}, nil
 }
 
 // Wake makes a sleeping Start loop look at the store at once; call it when
@@ -142,8 +145,9 @@ func (s *Scheduler) Wake() {
 }
 
 // Start runs passes until ctx ends. After a pass that claimed models
-// other than waiting ones, it runs the next at once. Otherwise it sleeps
-// until the earliest DueAt (at most MaxSleep, at most SlotPoll while
+// other than waiting ones, it runs the next at once (after the small first
+// pass after a wait, once a helper it woke has ended a pass). Otherwise it
+// sleeps until the earliest DueAt (at most MaxSleep, at most SlotPoll while
 // models wait for a slot, at most until a rate limit that held a start
 // back admits one again, TickResult.NextAdmit) or a Wake. A failed pass
 // is logged and retried with backoff. While passes claim full batches,
@@ -160,12 +164,19 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	// After a wait, the first pass claims a smaller batch: the first jobs
 	// of a crowd of due models reach workers sooner, so that workers and
 	// outcomes get going while the next batches are claimed. If it is
-	// full, a helper claims a whole batch beside it at once, and the
-	// passes after it claim whole batches: a crowd due at one second
+	// full, every helper claims a whole batch beside it at once, and the
+	// passes after them claim whole batches: a crowd due at one second
 	// (models sharing a schedule) is claimed in as few passes as it
 	// takes, since each model's start is the instant its pass began.
 	limit := s.firstBatch()
 	for ctx.Err() == nil {
+		if limit < s.cfg.BatchSize {
+			// Only the helpers' passes that begin after this one count.
+			select {
+			case <-s.ended:
+			default:
+			}
+		}
 		res, err := s.pass(ctx, limit)
 		if ctx.Err() != nil {
 			return nil
@@ -178,6 +189,17 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			wait = backoff
 		case full(res, limit):
 			backoff = 0
+			if limit < s.cfg.BatchSize {
+				// The small first pass woke every helper, whose batches
+				// hold the rest of a crowd of up to Loops batches: a pass
+				// of this loop now would only take part of that crowd from
+				// them, and start it later than they do. It joins once one
+				// of them has ended its pass.
+				select {
+				case <-ctx.Done():
+				case <-s.ended:
+				}
+			}
 			limit = s.cfg.BatchSize
 			continue
 		case res.Claimed > res.Waiting && res.NextAdmit.IsZero():
@@ -288,6 +310,10 @@ func (s *Scheduler) help(ctx context.Context) {
 		}
 		for ctx.Err() == nil {
 			res, err := s.pass(ctx, s.cfg.BatchSize)
+			select {
+			case s.ended <- struct{}{}:
+			default:
+			}
 			if err != nil || !full(res, s.cfg.BatchSize) {
 				break
 			}

@@ -102,12 +102,14 @@ func TestSchedulerFullPassHasAHelper(t *testing.T) {
 	}
 }
 
-// gateStore holds the first pass after its writes, and every later pass
-// before it claims, until released; passes counts the passes begun.
+// gateStore holds the first pass after its writes (unless firstGoes), and
+// every later pass before it claims, until released; passes counts the
+// passes begun.
 type gateStore struct {
 	refresh.Store
-	passes  atomic.Int32
-	release chan struct{}
+	passes    atomic.Int32
+	release   chan struct{}
+	firstGoes bool
 }
 
 func (s *gateStore) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
@@ -116,7 +118,9 @@ func (s *gateStore) ClaimDue(ctx context.Context, now time.Time, limit int, fn f
 		return s.Store.ClaimDue(ctx, now, limit, fn)
 	}
 	n, err := s.Store.ClaimDue(ctx, now, limit, fn)
-	<-s.release
+	if !s.firstGoes {
+		<-s.release
+	}
 	return n, err
 }
 
@@ -148,6 +152,52 @@ func TestSchedulerFullFirstPassWakesEveryHelper(t *testing.T) {
 	})
 	// The first pass is held; both helpers have begun theirs.
 	waitFor(t, func() bool { return store.passes.Load() == 3 })
+	release()
+	taken := 0
+	waitFor(t, func() bool {
+		taken += len(b.queue.Take("q", 20))
+		return taken == 17
+	})
+}
+
+// After the small first pass woke every helper, the main loop begins no
+// pass of its own until one of theirs has ended: the helpers' batches hold
+// the rest of a crowd of up to Loops batches, and a pass beside them would
+// only take part of it later than they do.
+func TestSchedulerMainLoopLetsTheHelpersTakeTheCrowd(t *testing.T) {
+	b := setup(t)
+	// BatchSize 8: the first pass claims 1, then each helper 8.
+	for i := range 17 {
+		b.put(t, fmt.Sprintf("m%02d", i), `{"timeout": "10m"}`, true)
+	}
+	store := &gateStore{Store: b.store, release: make(chan struct{}), firstGoes: true}
+	var ticks atomic.Int32
+	s, err := refresh.NewScheduler(refresh.SchedulerConfig{
+		Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, BatchSize: 8, Loops: 2,
+		StallAfter: time.Hour,
+		TickedFunc: func(r refresh.TickResult, err error) {
+			require.NoError(t, err)
+			ticks.Add(1)
+		},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	var once sync.Once
+	release := func() { once.Do(func() { close(store.release) }) }
+	t.Cleanup(func() {
+		release()
+		cancel()
+		require.NoError(t, <-done)
+	})
+	// The first pass has ended; both helpers have begun theirs.
+	waitFor(t, func() bool { return ticks.Load() == 1 && store.passes.Load() == 3 })
+	// Give a main loop that would begin a pass every chance to show it.
+	for range 100_000 {
+		runtimeGosched()
+	}
+	require.EqualValues(t, 3, store.passes.Load(), "the main loop began a pass beside the helpers")
 	release()
 	taken := 0
 	waitFor(t, func() bool {
