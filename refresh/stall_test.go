@@ -124,20 +124,18 @@ func (s *gateStore) ClaimDue(ctx context.Context, now time.Time, limit int, fn f
 	return n, err
 }
 
-// The small first pass after a wait, when full, has every helper begin a
-// pass beside it at once: a crowd due at one instant that takes several
-// batches is claimed by passes that begin together, not each once the
-// one before it has claimed its batch.
-func TestSchedulerFullFirstPassWakesEveryHelper(t *testing.T) {
+// startGated starts a scheduler (BatchSize 8: the first pass claims 1,
+// then each helper 8; Loops 2) on 17 due models through a gateStore, and
+// returns the store and a function that releases it.
+func startGated(t *testing.T, firstGoes bool, ticked func(refresh.TickResult, error)) (bundle, *gateStore, func()) {
 	b := setup(t)
-	// BatchSize 8: the first pass claims 1, then each helper 8.
 	for i := range 17 {
 		b.put(t, fmt.Sprintf("m%02d", i), `{"timeout": "10m"}`, true)
 	}
-	store := &gateStore{Store: b.store, release: make(chan struct{})}
+	store := &gateStore{Store: b.store, release: make(chan struct{}), firstGoes: firstGoes}
 	s, err := refresh.NewScheduler(refresh.SchedulerConfig{
 		Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, BatchSize: 8, Loops: 2,
-		StallAfter: time.Hour,
+		StallAfter: time.Hour, TickedFunc: ticked,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,14 +148,29 @@ func TestSchedulerFullFirstPassWakesEveryHelper(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	})
+	return b, store, release
+}
+
+// takeAll waits until n jobs have been pushed, taking them.
+func takeAll(t *testing.T, b bundle, n int) {
+	t.Helper()
+	taken := 0
+	waitFor(t, func() bool {
+		taken += len(b.queue.Take("q", n))
+		return taken == n
+	})
+}
+
+// The small first pass after a wait, when full, has every helper begin a
+// pass beside it at once: a crowd due at one instant that takes several
+// batches is claimed by passes that begin together, not each once the
+// one before it has claimed its batch.
+func TestSchedulerFullFirstPassWakesEveryHelper(t *testing.T) {
+	b, store, release := startGated(t, false, nil)
 	// The first pass is held; both helpers have begun theirs.
 	waitFor(t, func() bool { return store.passes.Load() == 3 })
 	release()
-	taken := 0
-	waitFor(t, func() bool {
-		taken += len(b.queue.Take("q", 20))
-		return taken == 17
-	})
+	takeAll(t, b, 17)
 }
 
 // After the small first pass woke every helper, the main loop begins no
@@ -165,31 +178,10 @@ func TestSchedulerFullFirstPassWakesEveryHelper(t *testing.T) {
 // the rest of a crowd of up to Loops batches, and a pass beside them would
 // only take part of it later than they do.
 func TestSchedulerMainLoopLetsTheHelpersTakeTheCrowd(t *testing.T) {
-	b := setup(t)
-	// BatchSize 8: the first pass claims 1, then each helper 8.
-	for i := range 17 {
-		b.put(t, fmt.Sprintf("m%02d", i), `{"timeout": "10m"}`, true)
-	}
-	store := &gateStore{Store: b.store, release: make(chan struct{}), firstGoes: true}
 	var ticks atomic.Int32
-	s, err := refresh.NewScheduler(refresh.SchedulerConfig{
-		Store: store, Queue: b.queue, Clock: b.clock, Metrics: b.metrics, BatchSize: 8, Loops: 2,
-		StallAfter: time.Hour,
-		TickedFunc: func(r refresh.TickResult, err error) {
-			require.NoError(t, err)
-			ticks.Add(1)
-		},
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	var once sync.Once
-	release := func() { once.Do(func() { close(store.release) }) }
-	t.Cleanup(func() {
-		release()
-		cancel()
-		require.NoError(t, <-done)
+	b, store, release := startGated(t, true, func(r refresh.TickResult, err error) {
+		require.NoError(t, err)
+		ticks.Add(1)
 	})
 	// The first pass has ended; both helpers have begun theirs.
 	waitFor(t, func() bool { return ticks.Load() == 1 && store.passes.Load() == 3 })
@@ -199,11 +191,7 @@ func TestSchedulerMainLoopLetsTheHelpersTakeTheCrowd(t *testing.T) {
 	}
 	require.EqualValues(t, 3, store.passes.Load(), "the main loop began a pass beside the helpers")
 	release()
-	taken := 0
-	waitFor(t, func() bool {
-		taken += len(b.queue.Take("q", 20))
-		return taken == 17
-	})
+	takeAll(t, b, 17)
 }
 
 // A full batch of models that only wait for a limit does not keep the
