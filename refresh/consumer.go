@@ -109,10 +109,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 // try their outcomes again at once; call it when a transaction that may
 // hold them ends (a scheduler pass commits).
 func (c *Consumer) Wake() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	signal(c.wake)
 }
 
 // Start runs passes until ctx ends, waiting up to Block for outcomes. While

@@ -91,10 +91,7 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 // Wake makes a sleeping Start loop look for events at once; call it after a
 // batch with events commits.
 func (p *Publisher) Wake() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	signal(p.wake)
 }
 
 // Start runs passes until ctx ends. A failed pass (the queue is down) is

@@ -138,8 +138,14 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 // Wake makes a sleeping Start loop look at the store at once; call it when
 // a model becomes due earlier than planned (created, triggered, resumed).
 func (s *Scheduler) Wake() {
+	signal(s.wake)
+}
+
+// signal sends on ch unless its buffer is full: whoever receives it has
+// not heard yet, or will.
+func signal(ch chan<- struct{}) {
 	select {
-	case s.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -284,10 +290,7 @@ func (s *Scheduler) pass(ctx context.Context, limit int) (TickResult, error) {
 
 // wakeHelper wakes one helper loop, if one sleeps.
 func (s *Scheduler) wakeHelper() {
-	select {
-	case s.more <- struct{}{}:
-	default:
-	}
+	signal(s.more)
 }
 
 // full reports whether a pass of limit models claimed a full batch of
@@ -310,10 +313,7 @@ func (s *Scheduler) help(ctx context.Context) {
 		}
 		for ctx.Err() == nil {
 			res, err := s.pass(ctx, s.cfg.BatchSize)
-			select {
-			case s.ended <- struct{}{}:
-			default:
-			}
+			signal(s.ended)
 			if err != nil || !full(res, s.cfg.BatchSize) {
 				break
 			}
