@@ -334,8 +334,9 @@ func TestSchedulerRampsUp(t *testing.T) {
 		claimed = append(claimed, r.Claimed)
 		total += r.Claimed
 	}
-	require.Equal(t, 2, claimed[0], "the first pass claims an eighth of BatchSize")
-	require.Contains(t, claimed[1:], 16, "the next passes claim whole batches")
+	// The helper the first pass wakes may end its pass before it.
+	require.Contains(t, claimed, 2, "the first pass claims an eighth of BatchSize")
+	require.Contains(t, claimed, 16, "the next passes claim whole batches")
 	for _, n := range claimed {
 		require.LessOrEqual(t, n, 16)
 	}
