@@ -415,7 +415,7 @@ func runBenchWorker(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&cfg.ID, "id", "", "worker id (default: host, pid and a random suffix)")
 	fs.Float64Var(&cfg.FailPercent, "fail-percent", 0, "percent of the jobs that fail (a retryable failure)")
 	fs.Float64Var(&cfg.HangPercent, "hang-percent", 0, "percent of the jobs that run until their deadline (the attempt times out)")
-	report := fs.Bool("report", false, `print "took MODEL_ID UNIX_NANOS" when a job of a model whose id starts with `+bench.ReportPrefix+" reaches the handler")
+	fs.StringVar(&cfg.ReportPrefix, "report", "", `print "took MODEL_ID UNIX_NANOS ATTEMPT_NO STARTED_UNIX_NANOS" when the job of a model whose id starts with this prefix reaches the handler`)
 	level := fs.String("log-level", "warn", "log level (to stderr): debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: freshen bench worker [flags]
@@ -449,7 +449,7 @@ bench e2e, soak and latency run it as a child process.`)
 	case cfg.FailPercent < 0 || cfg.HangPercent < 0 || cfg.FailPercent+cfg.HangPercent > 100:
 		bad = fmt.Errorf("--fail-percent, --hang-percent: must be >= 0 and add up to at most 100, got %g and %g", cfg.FailPercent, cfg.HangPercent)
 	}
-	if *report {
+	if cfg.ReportPrefix != "" {
 		cfg.Report = stdout
 	}
 	if bad != nil {

@@ -93,6 +93,8 @@ func printSoakSample(out io.Writer, s bench.SoakSample) {
 	fmt.Fprintf(out, "\n%s: %s cycles/s (%d succeeded, %d failed, %d timed out); %d starts late p50 %s, p99 %s, max %s\n",
 		benchDur(s.At), benchNumber(s.CyclesPerSec, 0), s.Succeeded, s.Failed, s.TimedOut, s.Starts,
 		benchMs(s.LateP50), benchMs(s.LateP99), benchMs(s.LateMax))
+	fmt.Fprintf(out, "  %d of their jobs reached the worker late p50 %s, p99 %s, max %s\n",
+		s.Reached, benchMs(s.ReachedP50), benchMs(s.ReachedP99), benchMs(s.ReachedMax))
 	fmt.Fprintf(out, "  RSS: serve %s, worker %s; Redis used_memory %s; tables and indexes %s\n",
 		benchMB(s.ServeRSS), benchMB(s.WorkerRSS), benchMB(s.RedisMemory), benchMB(s.TotalBytes))
 	parts := make([]string, len(s.Relations))
@@ -121,6 +123,7 @@ func printSoak(out io.Writer, r bench.SoakResult) {
 	benchRow(out, fmt.Sprintf("p99 lateness drift, last %s against the first", r.Window), fmt.Sprintf("%+.1f%%", r.P99DriftPct),
 		fmt.Sprintf("within ±%d%%", targetDriftPct), math.Abs(r.P99DriftPct) <= targetDriftPct)
 	benchRow(out, "p99 lateness, worst sample", benchMs(r.WorstP99), "<= "+benchMs(targetP99), r.WorstP99 <= targetP99)
+	benchRow(out, "p99 lateness to the worker, worst sample", benchMs(r.WorstReachedP99), "", true)
 	benchRow(out, fmt.Sprintf("size growth, last %s", r.GrowthSpan), fmt.Sprintf("%+.1f%%", r.SizeGrowthPct),
 		fmt.Sprintf("<= %d%%", targetGrowthPct), r.SizeGrowthPct <= targetGrowthPct)
 	benchRow(out, "attempts timed out, of those that ended", fmt.Sprintf("%.2f%%", r.TimedOutPct),
@@ -129,8 +132,8 @@ func printSoak(out io.Writer, r bench.SoakResult) {
 	fmt.Fprintf(out, "  (lost: %d occurrences without a start, %d started more than once, %d attempts or models stuck; load average %s)\n",
 		r.Missing, r.Duplicates, r.Stuck, bench.LoadAverage())
 	last := r.Samples[len(r.Samples)-1]
-	fmt.Fprintf(out, "RESULT mode=soak models=%d rate=%.1f seconds=%.0f cycles_drift_pct=%.1f p99_drift_pct=%.1f worst_p99_ms=%.1f size_growth_pct=%.1f lost=%d checked=%d timed_out_pct=%.2f serve_rss_kb=%d worker_rss_kb=%d redis_used_kb=%d pg_bytes=%d load=%s\n",
-		r.Models, r.Rate, r.Duration.Seconds(), r.CyclesDriftPct, r.P99DriftPct, ms(r.WorstP99), r.SizeGrowthPct, r.Lost(), r.Checked, r.TimedOutPct,
+	fmt.Fprintf(out, "RESULT mode=soak models=%d rate=%.1f seconds=%.0f cycles_drift_pct=%.1f p99_drift_pct=%.1f worst_p99_ms=%.1f worst_worker_p99_ms=%.1f size_growth_pct=%.1f lost=%d checked=%d timed_out_pct=%.2f serve_rss_kb=%d worker_rss_kb=%d redis_used_kb=%d pg_bytes=%d load=%s\n",
+		r.Models, r.Rate, r.Duration.Seconds(), r.CyclesDriftPct, r.P99DriftPct, ms(r.WorstP99), ms(r.WorstReachedP99), r.SizeGrowthPct, r.Lost(), r.Checked, r.TimedOutPct,
 		last.ServeRSS>>10, last.WorkerRSS>>10, last.RedisMemory>>10, last.TotalBytes, strings.ReplaceAll(bench.LoadAverage(), " ", ","))
 }
 

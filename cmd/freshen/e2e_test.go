@@ -716,7 +716,7 @@ func TestE2EBench(t *testing.T) {
 		t.Parallel()
 		out := runBenchCommand(t, "soak", "--models", "300", "--rate", "100", "--minutes", "0.5",
 			"--interval", "5s", "--horizon", "30s", "--concurrency", "32")
-		for _, want := range []string{"cycles/s", "starts late p50", "RSS: serve", "Redis used_memory", "sizes: attempts",
+		for _, want := range []string{"cycles/s", "starts late p50", "of their jobs reached the worker late p50", "RSS: serve", "Redis used_memory", "sizes: attempts",
 			"pg_stat_user_tables: attempts", "autovacuums", "cycles/s drift", "p99 lateness drift", "size growth", "lost (of",
 			// every model is due every 3s: each has its last start before the run in the history
 			"history pruned after 30s (300 attempts of it written before the run)"} {
@@ -728,9 +728,11 @@ func TestE2EBench(t *testing.T) {
 				result = line
 			}
 		}
-		for _, key := range []string{" mode=soak ", " cycles_drift_pct=", " p99_drift_pct=", " size_growth_pct=", " lost=0 "} {
+		for _, key := range []string{" mode=soak ", " cycles_drift_pct=", " p99_drift_pct=", " worst_worker_p99_ms=", " size_growth_pct=", " lost=0 "} {
 			require.Contains(t, result, key, "RESULT line: %q", result)
 		}
+		// The worker reported its jobs: no sample saw none.
+		require.NotContains(t, out, " 0 of their jobs reached the worker")
 	})
 
 	// latency fails if a trigger or a PUT does not reach the worker, or

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +24,9 @@ const (
 	// latencyPoll is how often a sample looks for its outcome in the
 	// database.
 	latencyPoll = time.Millisecond
+	// latencyPrefix starts the ids of the sampled models, whose jobs the
+	// worker reports (the background models' ids start with "bg-").
+	latencyPrefix = "lat-"
 )
 
 // LatencyConfig configures Latency.
@@ -109,7 +111,7 @@ func (b *Bench) Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, 
 	// The sampled models: idle, due in a day; the PUT ones are disabled
 	// before their phase.
 	b.logf("latency: loading %d models", 4*cfg.Samples)
-	if err := b.load(ctx, pool, ReportPrefix, 4*cfg.Samples, b.clock.Now().Add(24*time.Hour), 0); err != nil {
+	if err := b.load(ctx, pool, latencyPrefix, 4*cfg.Samples, b.clock.Now().Add(24*time.Hour), 0); err != nil {
 		return res, err
 	}
 	serve, err := b.startServe(ctx, poolCfg, steadyServeFlags(DefaultSoakHorizon)...)
@@ -118,7 +120,7 @@ func (b *Bench) Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, 
 	}
 	defer serve.kill()
 	took := &tookLines{waiting: map[string]chan time.Time{}}
-	worker, err := b.startWorkerWith(ctx, cfg.Concurrency, took.line, "--report")
+	worker, err := b.startWorkerWith(ctx, cfg.Concurrency, took.line, "--report", latencyPrefix)
 	if err != nil {
 		return res, err
 	}
@@ -185,19 +187,15 @@ func (t *tookLines) wait(id string) <-chan time.Time {
 
 // line reads one line of the worker's output.
 func (t *tookLines) line(l string) {
-	f := strings.Fields(l)
-	if len(f) != 3 || f[0] != TookLine {
-		return
-	}
-	ns, err := strconv.ParseInt(f[2], 10, 64)
-	if err != nil {
+	took, ok := parseTook(l)
+	if !ok {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c, ok := t.waiting[f[1]]; ok {
-		c <- time.Unix(0, ns)
-		delete(t.waiting, f[1])
+	if c, ok := t.waiting[took.modelID]; ok {
+		c <- took.at
+		delete(t.waiting, took.modelID)
 	}
 }
 
@@ -237,7 +235,7 @@ func (l *latency) ready(ctx context.Context) error {
 // first+n.., disabled first.
 func (l *latency) phase(ctx context.Context, first, n int) (LatencyPhase, error) {
 	var p LatencyPhase
-	id := func(i int) string { return fmt.Sprintf("%s%07d", ReportPrefix, i) }
+	id := func(i int) string { return fmt.Sprintf("%s%07d", latencyPrefix, i) }
 	ids := make([]string, n)
 	for i := range n {
 		ids[i] = id(first + n + i)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -125,11 +126,18 @@ type SoakSample struct {
 	Succeeded, Failed, TimedOut int
 	Starts                      int
 	LateP50, LateP99, LateMax   time.Duration
-	ServeRSS, WorkerRSS         int64
-	RedisMemory                 int64
-	Relations                   []Relation
-	Tables                      []TableStats
-	TotalBytes                  int64 // of every relation in Relations
+	// Reached is how many jobs of first attempts reached the worker's
+	// handler in the interval, and ReachedP50... how late: when the
+	// worker took the job, minus the occurrence. A start's lateness ends
+	// when its pass begins; this one also holds the pass's commit, the
+	// push to Redis and the worker's take.
+	Reached                            int
+	ReachedP50, ReachedP99, ReachedMax time.Duration
+	ServeRSS, WorkerRSS                int64
+	RedisMemory                        int64
+	Relations                          []Relation
+	Tables                             []TableStats
+	TotalBytes                         int64 // of every relation in Relations
 	// WAL is what the server wrote in the interval: checkpoints (those
 	// its WAL volume requested too), WAL bytes and full-page images.
 	WAL WALActivity
@@ -177,8 +185,9 @@ type SoakResult struct {
 	// measured: 10 minutes, or a third of the run if shorter.
 	GrowthSpan    time.Duration
 	SizeGrowthPct float64
-	// WorstP99 is the highest p99 lateness of a sample.
-	WorstP99 time.Duration
+	// WorstP99 is the highest p99 lateness of a sample, and
+	// WorstReachedP99 the highest p99 of the jobs reaching the worker.
+	WorstP99, WorstReachedP99 time.Duration
 	// TimedOutPct is the share of the attempts that ended which timed
 	// out, in percent: about HangPercent, and more if outcomes were lost
 	// on the way (an attempt whose outcome never arrives times out).
@@ -241,9 +250,11 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		return res, err
 	}
 	defer serve.kill()
-	worker, err := b.startWorkerWith(ctx, cfg.Concurrency, nil,
+	reached := &reachedLines{grid: grid}
+	worker, err := b.startWorkerWith(ctx, cfg.Concurrency, reached.line,
 		"--fail-percent", strconv.FormatFloat(cfg.FailPercent, 'g', -1, 64),
-		"--hang-percent", strconv.FormatFloat(cfg.HangPercent, 'g', -1, 64))
+		"--hang-percent", strconv.FormatFloat(cfg.HangPercent, 'g', -1, 64),
+		"--report", grid.prefix)
 	if err != nil {
 		return res, err
 	}
@@ -271,6 +282,9 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 			return res, err
 		}
 		s.At = at
+		late := reached.take()
+		s.Reached = len(late)
+		s.ReachedP50, s.ReachedP99, s.ReachedMax = quantiles(late)
 		walNow, err := walCounters(ctx, pool)
 		if err != nil {
 			return res, err
@@ -333,6 +347,7 @@ func (r *SoakResult) summarize(interval time.Duration) {
 	ended, timedOut := 0, 0
 	for _, s := range r.Samples {
 		r.WorstP99 = max(r.WorstP99, s.LateP99)
+		r.WorstReachedP99 = max(r.WorstReachedP99, s.ReachedP99)
 		ended += s.Ended
 		timedOut += s.TimedOut
 	}
@@ -347,6 +362,39 @@ func pct(a, b float64) float64 {
 		return 0
 	}
 	return (a - b) / b * 100
+}
+
+// reachedLines gathers, from the worker's took lines, how late the jobs of
+// first attempts reached its handler: when the worker took the job, minus
+// the occurrence its attempt started for.
+type reachedLines struct {
+	grid steadyGrid
+	mu   sync.Mutex
+	late []time.Duration
+}
+
+// line reads one line of the worker's output.
+func (r *reachedLines) line(l string) {
+	t, ok := parseTook(l)
+	if !ok || t.attempt != 1 {
+		return
+	}
+	due, err := r.grid.due(t.modelID, t.started)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.late = append(r.late, t.at.Sub(due))
+}
+
+// take returns the lateness gathered since the last take.
+func (r *reachedLines) take() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	late := r.late
+	r.late = nil
+	return late
 }
 
 // steadyGrid is how the models of loadSteady fall due: model id at

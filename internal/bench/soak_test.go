@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/freshen-dev/freshen/queue"
+	"github.com/freshen-dev/freshen/refresh"
 )
 
 func TestSoakSummarize(t *testing.T) {
@@ -31,6 +36,8 @@ func TestSoakSummarize(t *testing.T) {
 		sample(90, 60*time.Millisecond, 1100, 100, 0),
 		sample(110, 20*time.Millisecond, 1210, 100, 2),
 	}}
+	r.Samples[3].ReachedP99 = 80 * time.Millisecond
+	r.Samples[8].ReachedP99 = 70 * time.Millisecond
 	r.summarize(time.Minute)
 	require.Equal(t, 2*time.Minute, r.Window)
 	require.InDelta(t, 0, r.CyclesDriftPct, 1e-9)   // (90+110)/2 against (100+100)/2
@@ -38,6 +45,7 @@ func TestSoakSummarize(t *testing.T) {
 	require.Equal(t, 200*time.Second, r.GrowthSpan) // 3 samples back: 1000 -> 1210
 	require.InDelta(t, 21, r.SizeGrowthPct, 1e-9)
 	require.Equal(t, 60*time.Millisecond, r.WorstP99)
+	require.Equal(t, 80*time.Millisecond, r.WorstReachedP99)
 	require.InDelta(t, 0.4, r.TimedOutPct, 1e-9)
 
 	// A run shorter than its windows compares its first and last samples.
@@ -71,7 +79,7 @@ func TestTookLines(t *testing.T) {
 	took := &tookLines{waiting: map[string]chan time.Time{}}
 	got := took.wait("lat-0000001")
 	out := &output{watch: WorkerReady + "\n", seen: make(chan struct{}), line: took.line}
-	for _, part := range []string{"rea", "dy\ntook lat-000", "0001 1700000000000000000\n", "took lat-9 12\nsome", " error\n"} {
+	for _, part := range []string{"rea", "dy\ntook lat-000", "0001 1700000000000000000 1 1699999999000000000\n", "took lat-9 12 1 11\nsome", " error\n"} {
 		_, err := out.Write([]byte(part))
 		require.NoError(t, err)
 	}
@@ -82,6 +90,52 @@ func TestTookLines(t *testing.T) {
 	}
 	require.Equal(t, time.Unix(0, 1700000000000000000), <-got)
 	require.Equal(t, "ready\nsome error\n", out.String())
+}
+
+// The worker's handler writes a took line for each job of a model with
+// the prefix it is given, and parseTook reads back what the job said.
+func TestWorkerReportsTook(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	handle := newHandler(WorkerConfig{Report: &out, ReportPrefix: "s-"})
+	started := time.Unix(1700000000, 123456789)
+	for _, job := range []refresh.Job{
+		{ModelID: "s-0000001", AttemptNo: 2, StartedAt: started},
+		{ModelID: "bg-0000001", AttemptNo: 1, StartedAt: started},
+	} {
+		require.NoError(t, handle(context.Background(), queue.Job{Job: job}))
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 1, out.String())
+	got, ok := parseTook(lines[0])
+	require.True(t, ok, lines[0])
+	require.Equal(t, "s-0000001", got.modelID)
+	require.Equal(t, 2, got.attempt)
+	require.True(t, started.Equal(got.started), "%s", got.started)
+	require.False(t, got.at.IsZero())
+	for _, l := range []string{"took s-1 12 1", "took s-1 12 x 11", "ready", "took s-1 12 1 11 0"} {
+		_, ok := parseTook(l)
+		require.False(t, ok, l)
+	}
+}
+
+// The soak counts how late the jobs of first attempts reach the worker,
+// from its occurrence, and hands each interval's lateness once.
+func TestReachedLines(t *testing.T) {
+	t.Parallel()
+	r := &reachedLines{grid: dueGrid}
+	at := func(d time.Duration) int64 { return soakAnchor.Add(d).UnixNano() }
+	for _, l := range []string{
+		fmt.Sprintf("took s-0000001 %d 1 %d", at(3*time.Second+40*time.Millisecond), at(3*time.Second+10*time.Millisecond)),
+		fmt.Sprintf("took s-0000002 %d 1 %d", at(17*time.Second+5*time.Millisecond), at(17*time.Second+time.Millisecond)),
+		fmt.Sprintf("took s-0000002 %d 2 %d", at(18*time.Second), at(17*time.Second+900*time.Millisecond)), // a retry
+		fmt.Sprintf("took x-0000001 %d 1 %d", at(time.Second), at(time.Second)),                            // not of the grid
+		"ready",
+	} {
+		r.line(l)
+	}
+	require.Equal(t, []time.Duration{40 * time.Millisecond, 5 * time.Millisecond}, r.take())
+	require.Empty(t, r.take())
 }
 
 // dueGrid is a grid of three models due every 10 seconds.

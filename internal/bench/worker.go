@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,17 +47,15 @@ type WorkerConfig struct {
 	// at once.
 	FailPercent, HangPercent float64
 	// Report, if set, receives a line per job of a model whose id starts
-	// with ReportPrefix as it reaches the handler: TookLine, the model id
-	// and the time in Unix nanoseconds.
-	Report io.Writer
+	// with ReportPrefix as it reaches the handler: TookLine, the model id,
+	// the time in Unix nanoseconds, the attempt's number and its start in
+	// Unix nanoseconds (see parseTook).
+	Report       io.Writer
+	ReportPrefix string
 }
 
-// ReportPrefix starts the ids of the models whose jobs RunWorker reports
-// (WorkerConfig.Report); TookLine starts the lines it writes.
-const (
-	ReportPrefix = "lat-"
-	TookLine     = "took"
-)
+// TookLine starts the lines RunWorker writes to WorkerConfig.Report.
+const TookLine = "took"
 
 // RunWorker runs the queue.Worker SDK with a handler that succeeds at once
 // (but for the failures and hangs of cfg) until ctx ends; it writes WorkerReady and a newline to ready once
@@ -105,6 +105,31 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, ready io.Writer) error {
 	return w.Run(ctx)
 }
 
+// took is what a line RunWorker writes to WorkerConfig.Report says: the
+// job of an attempt reached the handler.
+type took struct {
+	modelID string
+	at      time.Time // when the job reached the handler
+	attempt int       // the attempt's number
+	started time.Time // the attempt's start
+}
+
+// parseTook reads a line RunWorker writes to WorkerConfig.Report; ok is
+// false for any other line.
+func parseTook(l string) (t took, ok bool) {
+	f := strings.Fields(l)
+	if len(f) != 5 || f[0] != TookLine {
+		return t, false
+	}
+	at, err1 := strconv.ParseInt(f[2], 10, 64)
+	attempt, err2 := strconv.Atoi(f[3])
+	started, err3 := strconv.ParseInt(f[4], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return t, false
+	}
+	return took{modelID: f[1], at: time.Unix(0, at), attempt: attempt, started: time.Unix(0, started)}, true
+}
+
 // errPlanned is the failure of the jobs RunWorker fails on purpose.
 var errPlanned = errors.New("bench: planned failure")
 
@@ -113,10 +138,10 @@ func newHandler(cfg WorkerConfig) queue.Handler {
 	var mu sync.Mutex
 	clock := refresh.SystemClock{}
 	return func(ctx context.Context, job queue.Job) error {
-		if cfg.Report != nil && strings.HasPrefix(job.ModelID, ReportPrefix) {
+		if cfg.Report != nil && strings.HasPrefix(job.ModelID, cfg.ReportPrefix) {
 			now := clock.Now()
 			mu.Lock()
-			fmt.Fprintf(cfg.Report, "%s %s %d\n", TookLine, job.ModelID, now.UnixNano())
+			fmt.Fprintf(cfg.Report, "%s %s %d %d %d\n", TookLine, job.ModelID, now.UnixNano(), job.AttemptNo, job.StartedAt.UnixNano())
 			mu.Unlock()
 		}
 		if cfg.FailPercent == 0 && cfg.HangPercent == 0 {
