@@ -93,8 +93,8 @@ func printSoakSample(out io.Writer, s bench.SoakSample) {
 	fmt.Fprintf(out, "\n%s: %s cycles/s (%d succeeded, %d failed, %d timed out); %d starts late p50 %s, p99 %s, max %s\n",
 		benchDur(s.At), benchNumber(s.CyclesPerSec, 0), s.Succeeded, s.Failed, s.TimedOut, s.Starts,
 		benchMs(s.LateP50), benchMs(s.LateP99), benchMs(s.LateMax))
-	fmt.Fprintf(out, "  %d of their jobs reached the worker late p50 %s, p99 %s, max %s\n",
-		s.Reached, benchMs(s.ReachedP50), benchMs(s.ReachedP99), benchMs(s.ReachedMax))
+	fmt.Fprintf(out, "  %d of their jobs reached the worker late p50 %s, p99 %s, max %s (after their start p50 %s, p99 %s)\n",
+		s.Reached, benchMs(s.ReachedP50), benchMs(s.ReachedP99), benchMs(s.ReachedMax), benchMs(s.HandOffP50), benchMs(s.HandOffP99))
 	fmt.Fprintf(out, "  RSS: serve %s, worker %s; Redis used_memory %s; tables and indexes %s\n",
 		benchMB(s.ServeRSS), benchMB(s.WorkerRSS), benchMB(s.RedisMemory), benchMB(s.TotalBytes))
 	parts := make([]string, len(s.Relations))

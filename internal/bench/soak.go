@@ -129,10 +129,13 @@ type SoakSample struct {
 	// Reached is how many jobs of first attempts reached the worker's
 	// handler in the interval, and ReachedP50... how late: when the
 	// worker took the job, minus the occurrence. A start's lateness ends
-	// when its pass begins; this one also holds the pass's commit, the
-	// push to Redis and the worker's take.
+	// when its pass begins; this one also holds the rest of the pass
+	// (claim, writes, push to Redis) and the worker's take, which
+	// HandOffP50 and HandOffP99 measure alone: when the worker took the
+	// job, minus the attempt's start.
 	Reached                            int
 	ReachedP50, ReachedP99, ReachedMax time.Duration
+	HandOffP50, HandOffP99             time.Duration
 	ServeRSS, WorkerRSS                int64
 	RedisMemory                        int64
 	Relations                          []Relation
@@ -282,9 +285,10 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 			return res, err
 		}
 		s.At = at
-		late := reached.take()
+		late, handOff := reached.take()
 		s.Reached = len(late)
 		s.ReachedP50, s.ReachedP99, s.ReachedMax = quantiles(late)
+		s.HandOffP50, s.HandOffP99, _ = quantiles(handOff)
 		walNow, err := walCounters(ctx, pool)
 		if err != nil {
 			return res, err
@@ -366,11 +370,12 @@ func pct(a, b float64) float64 {
 
 // reachedLines gathers, from the worker's took lines, how late the jobs of
 // first attempts reached its handler: when the worker took the job, minus
-// the occurrence its attempt started for.
+// the occurrence its attempt started for (late), and minus the attempt's
+// start (handOff).
 type reachedLines struct {
-	grid steadyGrid
-	mu   sync.Mutex
-	late []time.Duration
+	grid          steadyGrid
+	mu            sync.Mutex
+	late, handOff []time.Duration
 }
 
 // line reads one line of the worker's output.
@@ -386,15 +391,16 @@ func (r *reachedLines) line(l string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.late = append(r.late, t.at.Sub(due))
+	r.handOff = append(r.handOff, t.at.Sub(t.started))
 }
 
-// take returns the lateness gathered since the last take.
-func (r *reachedLines) take() []time.Duration {
+// take returns what was gathered since the last take.
+func (r *reachedLines) take() (late, handOff []time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	late := r.late
-	r.late = nil
-	return late
+	late, handOff = r.late, r.handOff
+	r.late, r.handOff = nil, nil
+	return late, handOff
 }
 
 // steadyGrid is how the models of loadSteady fall due: model id at

@@ -134,8 +134,12 @@ func TestReachedLines(t *testing.T) {
 	} {
 		r.line(l)
 	}
-	require.Equal(t, []time.Duration{40 * time.Millisecond, 5 * time.Millisecond}, r.take())
-	require.Empty(t, r.take())
+	late, handOff := r.take()
+	require.Equal(t, []time.Duration{40 * time.Millisecond, 5 * time.Millisecond}, late)
+	require.Equal(t, []time.Duration{30 * time.Millisecond, 4 * time.Millisecond}, handOff)
+	late, handOff = r.take()
+	require.Empty(t, late)
+	require.Empty(t, handOff)
 }
 
 // dueGrid is a grid of three models due every 10 seconds.
