@@ -159,7 +159,7 @@ func getChanges(n int) *changes {
 	c.Changes = slices.Grow(c.Changes[:0], n)
 	c.Events = slices.Grow(c.Events[:0], n)
 	c.Audit, c.Starts = nil, nil
-	c.BeforeCommitFunc = nil
+	c.BeforeCommitFunc, c.HookBeforeWrite = nil, false
 	return c
 }
 

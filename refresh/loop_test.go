@@ -215,6 +215,63 @@ func TestSchedulerPushFailureWritesNothing(t *testing.T) {
 	require.True(t, m.CanStart(b.clock.Now()), "still due")
 }
 
+// writeFailStore records whether each claim's batch asks for its hook
+// before the writes, and fails the writes of the claims numbered in fail
+// (from 1), after the hook where the batch asks for it first.
+type writeFailStore struct {
+	refresh.Store
+	fail  map[int]bool
+	early []bool
+}
+
+func (s *writeFailStore) ClaimDue(ctx context.Context, now time.Time, limit int, fn func([]refresh.Model, refresh.Slots) (refresh.Batch, error)) (int, error) {
+	s.early = append(s.early, false)
+	n := len(s.early)
+	return s.Store.ClaimDue(ctx, now, limit, func(due []refresh.Model, slots refresh.Slots) (refresh.Batch, error) {
+		b, err := fn(due, slots)
+		s.early[n-1] = b.HookBeforeWrite
+		if err != nil || !s.fail[n] {
+			return b, err
+		}
+		if b.HookBeforeWrite && b.BeforeCommitFunc != nil {
+			if err := b.BeforeCommitFunc(ctx); err != nil {
+				return b, err
+			}
+		}
+		return b, errors.New("write refused")
+	})
+}
+
+// A pass pushes its jobs before its batch is written; once a pass has
+// failed, the passes push only after the write, until one succeeds.
+func TestSchedulerPushesBeforeTheWriteUnlessFailing(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.put(t, "m", `{"timeout": "10m"}`, true)
+	store := &writeFailStore{Store: b.store, fail: map[int]bool{1: true, 2: true}}
+	s, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: store, Queue: b.queue, Clock: b.clock})
+	require.NoError(t, err)
+	for range 2 {
+		_, err := s.RunOnce(ctx)
+		require.ErrorContains(t, err, "write refused")
+	}
+	_, err = s.RunOnce(ctx)
+	require.NoError(t, err)
+	b.put(t, "n", `{"timeout": "10m"}`, true)
+	_, err = s.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, false, true}, store.early)
+	// The first pass pushed before its write failed, the second did not
+	// push: two jobs of m, of which the first was never recorded.
+	jobs := b.queue.Take("q", 10)
+	require.Len(t, jobs, 3)
+	m, err := b.store.Get(ctx, "m")
+	require.NoError(t, err)
+	require.Equal(t, []string{"m", "m", "n"}, []string{jobs[0].ModelID, jobs[1].ModelID, jobs[2].ModelID})
+	require.NotEqual(t, m.AttemptUID, jobs[0].AttemptUID)
+	require.Equal(t, m.AttemptUID, jobs[1].AttemptUID)
+}
+
 func TestConsumerFencesAndApplies(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()

@@ -111,6 +111,9 @@ type Scheduler struct {
 	more chan struct{}
 	// ended hears that a helper loop's pass ended.
 	ended chan struct{}
+	// failing is set once a pass has failed, until one succeeds: the
+	// passes meanwhile push their jobs only once their batch is written.
+	failing atomic.Bool
 }
 
 // TickResult is what one pass did.
@@ -364,8 +367,17 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool
 			}
 		}
 		if len(jobs) > 0 {
-			// Pushed once the batch is written, just before it commits: a
-			// worker's outcome then seldom finds its model still locked.
+			// Pushed as soon as the batch is known, before it is written
+			// (the writes and the commit then go in one round trip), so
+			// that the jobs reach workers sooner; an outcome that finds
+			// its model still locked is applied once the pass commits. A
+			// pass that fails after its push leaves jobs of attempts that
+			// were never recorded: they run, and their outcomes are stale.
+			// So once a pass has failed, the next ones push only once
+			// their batch is written, until one succeeds: a database that
+			// refuses writes for a while does not have the same models'
+			// jobs pushed at every try.
+			c.HookBeforeWrite = !s.failing.Load()
 			c.BeforeCommitFunc = func(ctx context.Context) error {
 				pushCtx, cancel := context.WithTimeout(ctx, s.cfg.PushTimeout)
 				defer cancel()
@@ -379,6 +391,7 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool
 	})
 	res.Claimed = claimed
 	s.cfg.Metrics.Ticks.Add(1)
+	s.failing.Store(err != nil)
 	if err != nil {
 		return res, fmt.Errorf("claim due models: %w", err)
 	}

@@ -167,11 +167,12 @@ type Batch struct {
 	// (audit.go); the store sets their IDs.
 	Audit []AuditEntry
 	// BeforeCommitFunc, if set, is called once the batch is written and
-	// before it commits: the scheduler pushes the jobs of its starts there,
-	// so that no worker's outcome reaches a row still being written. If it
-	// returns an error, nothing is committed and the store returns that
-	// error.
+	// before it commits, or, with HookBeforeWrite, before the batch is
+	// written (the writes and the commit then go together): the scheduler
+	// pushes the jobs of its starts there. If it returns an error, nothing
+	// is written or committed and the store returns that error.
 	BeforeCommitFunc func(ctx context.Context) error
+	HookBeforeWrite  bool
 	// Starts are the starts the batch makes under limits (a scheduler
 	// pass's; under a limit without max_starts, only those that move its
 	// turn): the store appends those of rate limits to each limit's log,

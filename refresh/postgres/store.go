@@ -389,9 +389,10 @@ const claimAfterSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 // adds the models waiting for a slot that may take one (claimForSlots).
 // It passes the models and the slots to fn and writes the changes it
 // returns, all in one transaction. fn and the batch's BeforeCommitFunc run
-// while the rows and the slots lock are held and before the commit: what
-// they do outside the database (pushing jobs) happens even if the commit
-// then fails.
+// while the rows and the slots lock are held and before the commit (the
+// hook before the writes, with HookBeforeWrite): what they do outside the
+// database (pushing jobs) happens even if the writes or the commit then
+// fail.
 //
 // Without limits, the claim scans the due models from the store's floor up
 // (see claimFloor), or from past the full batches that the store's other
@@ -485,6 +486,9 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 	// Once the transaction has ended, however: a commit that failed may
 	// have happened.
 	defer func() { s.floor.lower(fw.lowest) }()
+	if b, err = hookFirst(ctx, b); err != nil {
+		return len(due), err
+	}
 	// Without BeforeCommitFunc the commit goes with the writes.
 	if err := write(ctx, tx, locked, b, s.events, &fw); err != nil {
 		return len(due), storeError("claim due models", err)
@@ -501,6 +505,20 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		s.floor.raise(fw.ceiling(), fp)
 	}
 	return len(due), nil
+}
+
+// hookFirst calls b's BeforeCommitFunc now if b asks for it before the
+// writes (HookBeforeWrite), and returns b without it, so that the commit
+// goes with the writes.
+func hookFirst(ctx context.Context, b refresh.Batch) (refresh.Batch, error) {
+	if b.BeforeCommitFunc == nil || !b.HookBeforeWrite {
+		return b, nil
+	}
+	if err := b.BeforeCommitFunc(ctx); err != nil {
+		return b, err
+	}
+	b.BeforeCommitFunc = nil
+	return b, nil
 }
 
 // modifyTries bounds how often Modify runs fn when models it creates are
@@ -572,6 +590,9 @@ func (s *Store) modify(ctx context.Context, ids []string, skipLocked bool, fn fu
 	}
 	var fw floorWrite
 	defer func() { s.floor.lower(fw.lowest) }()
+	if b, err = hookFirst(ctx, b); err != nil {
+		return err
+	}
 	if err := write(ctx, tx, locked, b, s.events, &fw); err != nil {
 		if errors.Is(err, errCreated) {
 			return err

@@ -635,6 +635,46 @@ func TestBeforeCommit(t *testing.T) {
 	require.Equal(t, "a:1", got.AttemptUID)
 }
 
+// With HookBeforeWrite, a batch's BeforeCommitFunc runs before the batch
+// is written: a write that then fails has had its hook called, where
+// without it a failed write calls no hook; either way nothing is
+// committed. Once the writes succeed, the commit goes with them.
+func TestHookBeforeWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	s := b.store
+	put(t, s, model("a", t0))
+	_, err := b.pool.Exec(ctx, `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+		CREATE TRIGGER refuse BEFORE UPDATE ON models FOR EACH ROW WHEN (NEW.attempt_uid IS NOT NULL) EXECUTE FUNCTION refuse()`)
+	require.NoError(t, err)
+	claim := func(early bool) (called bool, err error) {
+		_, err = s.ClaimDue(ctx, t0, 10, func(due []refresh.Model, _ refresh.Slots) (refresh.Batch, error) {
+			batch, err := startAll(due, refresh.Slots{})
+			batch.HookBeforeWrite = early
+			batch.BeforeCommitFunc = func(context.Context) error { called = true; return nil }
+			return batch, err
+		})
+		return called, err
+	}
+	for _, early := range []bool{false, true} {
+		called, err := claim(early)
+		require.ErrorContains(t, err, "refused")
+		require.Equal(t, early, called, "hook called, HookBeforeWrite %v", early)
+		got, err := s.Get(ctx, "a")
+		require.NoError(t, err)
+		require.False(t, got.Running(), "rolled back")
+	}
+	_, err = b.pool.Exec(ctx, `DROP TRIGGER refuse ON models`)
+	require.NoError(t, err)
+	called, err := claim(true)
+	require.NoError(t, err)
+	require.True(t, called)
+	got, err := s.Get(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, "a:1", got.AttemptUID)
+}
+
 // An update writes the columns its batch changes, each to the new value,
 // whatever else the batch's other models change, and keeps the others.
 func TestUpdateChangedColumns(t *testing.T) {
