@@ -353,7 +353,7 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool
 		jobs := s.tick(c, due, slots, now, &res, &obs)
 		if partial != nil && len(due) == limit && res.Waiting < limit {
 			// More may be due: a helper claims the next batch while this
-			// pass writes, pushes and commits its own (SKIP LOCKED keeps
+			// pass pushes, writes and commits its own (SKIP LOCKED keeps
 			// the batches apart), so that a crowd due at one instant
 			// starts sooner. The small first pass after a wait wakes
 			// every helper: a crowd may need several batches, and each

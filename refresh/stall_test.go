@@ -70,7 +70,7 @@ func TestSchedulerPassesBesideAStalledOne(t *testing.T) {
 
 // A pass that claims a full batch has a helper claim the next one beside
 // it, whatever Loops: a crowd due at one instant starts without waiting
-// for each pass to write, push and commit.
+// for each pass to push, write and commit.
 func TestSchedulerFullPassHasAHelper(t *testing.T) {
 	for _, loops := range []int{1, 2} {
 		b := setup(t)
