@@ -95,6 +95,7 @@ func printSoakSample(out io.Writer, s bench.SoakSample) {
 		benchMs(s.LateP50), benchMs(s.LateP99), benchMs(s.LateMax))
 	fmt.Fprintf(out, "  %d of their jobs reached the worker late p50 %s, p99 %s, max %s (after their start p50 %s, p99 %s)\n",
 		s.Reached, benchMs(s.ReachedP50), benchMs(s.ReachedP99), benchMs(s.ReachedMax), benchMs(s.HandOffP50), benchMs(s.HandOffP99))
+	fmt.Fprintf(out, "  %d outcomes received; kept for a later pass, their model locked: %d times\n", s.Outcomes, s.Deferred)
 	fmt.Fprintf(out, "  RSS: serve %s, worker %s; Redis used_memory %s; tables and indexes %s\n",
 		benchMB(s.ServeRSS), benchMB(s.WorkerRSS), benchMB(s.RedisMemory), benchMB(s.TotalBytes))
 	parts := make([]string, len(s.Relations))

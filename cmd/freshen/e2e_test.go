@@ -731,8 +731,11 @@ func TestE2EBench(t *testing.T) {
 		for _, key := range []string{" mode=soak ", " cycles_drift_pct=", " p99_drift_pct=", " worst_worker_p99_ms=", " size_growth_pct=", " lost=0 "} {
 			require.Contains(t, result, key, "RESULT line: %q", result)
 		}
-		// The worker reported its jobs: no sample saw none.
+		// The worker reported its jobs, and serve its outcomes: no sample
+		// saw none.
 		require.NotContains(t, out, " 0 of their jobs reached the worker")
+		require.Contains(t, out, " outcomes received; kept for a later pass, their model locked: ")
+		require.NotContains(t, out, "\n  0 outcomes received")
 	})
 
 	// latency fails if a trigger or a PUT does not reach the worker, or

@@ -116,38 +116,47 @@ var errStarting = errors.New("serve is starting")
 
 // read returns serve's counters of attempts started and succeeded.
 func (r *metricsReader) read(ctx context.Context) (started, succeeded int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
+	v, err := serveCounters(ctx, r.url, "freshen_attempts_started_total", "freshen_attempts_succeeded_total")
 	if err != nil {
 		return 0, 0, err
+	}
+	return int(v[0]), int(v[1]), nil
+}
+
+// serveCounters reads the counters named from serve's metrics at url, in
+// order (0 for one serve does not show); errStarting while serve starts.
+func serveCounters(ctx context.Context, url string, names ...string) ([]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
 	}
 	// Uncompressed: compressing the page 50 times a second would be the
 	// bench's work counted in serve's CPU.
 	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("read serve's metrics: %w", err)
+		return nil, fmt.Errorf("read serve's metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusServiceUnavailable:
-		return 0, 0, errStarting
+		return nil, errStarting
 	default:
-		return 0, 0, fmt.Errorf("read serve's metrics: status %d", resp.StatusCode)
+		return nil, fmt.Errorf("read serve's metrics: status %d", resp.StatusCode)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return 0, 0, fmt.Errorf("read serve's metrics: %w", err)
+		return nil, fmt.Errorf("read serve's metrics: %w", err)
 	}
-	counter := func(name string) int {
-		f := families[name]
-		if f == nil || len(f.GetMetric()) == 0 {
-			return 0
+	v := make([]float64, len(names))
+	for i, name := range names {
+		if f := families[name]; f != nil && len(f.GetMetric()) > 0 {
+			v[i] = f.GetMetric()[0].GetCounter().GetValue()
 		}
-		return int(f.GetMetric()[0].GetCounter().GetValue())
 	}
-	return counter("freshen_attempts_started_total"), counter("freshen_attempts_succeeded_total"), nil
+	return v, nil
 }
 
 // newProgress returns what follows a run of want models whose serve runs

@@ -136,7 +136,11 @@ type SoakSample struct {
 	Reached                            int
 	ReachedP50, ReachedP99, ReachedMax time.Duration
 	HandOffP50, HandOffP99             time.Duration
-	ServeRSS, WorkerRSS                int64
+	// Outcomes is how many outcomes serve received in the interval, and
+	// Deferred how many times one was kept for a later pass because a
+	// transaction held its model (serve's counters).
+	Outcomes, Deferred  int
+	ServeRSS, WorkerRSS int64
 	RedisMemory                        int64
 	Relations                          []Relation
 	Tables                             []TableStats
@@ -270,6 +274,9 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 	if err != nil {
 		return res, err
 	}
+	metricsURL := "http://" + serve.addr + "/metrics"
+	outcomeCounters := []string{"freshen_outcomes_received_total", "freshen_outcomes_deferred_total"}
+	counted := make([]float64, len(outcomeCounters)) // serve's, since it started
 	for at := cfg.Interval; at <= cfg.Duration; at += cfg.Interval {
 		select {
 		case <-b.clock.After(t0.Add(at).Sub(b.clock.Now())):
@@ -294,6 +301,12 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 			return res, err
 		}
 		s.WAL, wal = walNow.since(wal), walNow
+		countedNow, err := serveCounters(ctx, metricsURL, outcomeCounters...)
+		if err != nil {
+			return res, err
+		}
+		s.Outcomes, s.Deferred = int(countedNow[0]-counted[0]), int(countedNow[1]-counted[1])
+		counted = countedNow
 		res.Samples = append(res.Samples, s)
 		if cfg.OnSample != nil {
 			cfg.OnSample(s)
