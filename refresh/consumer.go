@@ -31,6 +31,12 @@ type ConsumerConfig struct {
 	EventsFunc func()
 	// AppliedFunc, if set, is called after every pass; tests wait on it.
 	AppliedFunc func(ConsumeResult, error)
+	// HeldFunc, if set, reports whether a pass of this process holds the
+	// model locked until it commits (serve passes Scheduler.Holds): the
+	// outcomes of such a model are kept for a later pass without asking
+	// the store, like those of a model another transaction holds, and the
+	// pass's commit wakes the consumer for them.
+	HeldFunc func(modelID string) bool
 }
 
 func (c *ConsumerConfig) validate() error {
@@ -251,15 +257,29 @@ func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string
 func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (*changes, []Outcome, int, error) {
 	ids := make([]string, 0, len(outs))
 	seen := make(map[string]bool, len(outs))
+	held := map[string]bool{}
 	for _, o := range outs {
-		if !seen[o.ModelID] {
-			seen[o.ModelID] = true
-			ids = append(ids, o.ModelID)
+		if seen[o.ModelID] {
+			continue
 		}
+		seen[o.ModelID] = true
+		if c.cfg.HeldFunc != nil && !blocked[o.ModelID] && c.cfg.HeldFunc(o.ModelID) {
+			held[o.ModelID] = true
+			continue
+		}
+		ids = append(ids, o.ModelID)
 	}
 	var ch *changes
 	var keep []Outcome
 	due := 0
+	if len(ids) == 0 {
+		// Every model is held: nothing to ask the store.
+		ch, c.took = getChanges(0), c.took[:0]
+		for _, o := range outs {
+			blocked[o.ModelID] = true
+		}
+		return ch, outs, 0, nil
+	}
 	err := c.cfg.Store.TryModify(ctx, ids, func(found []Model, busy []string) (Batch, error) {
 		putChanges(ch)
 		ch, keep, due = getChanges(len(outs)), nil, 0
@@ -275,6 +295,9 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 		}
 		isBusy := make(map[string]bool, len(busy))
 		for _, id := range busy {
+			isBusy[id] = true
+		}
+		for id := range held {
 			isBusy[id] = true
 		}
 		for _, o := range outs {

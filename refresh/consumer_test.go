@@ -117,6 +117,48 @@ func TestConsumerDefersLockedModels(t *testing.T) {
 	require.EqualValues(t, 4, b.metrics.Deferred.Load())
 }
 
+// The outcomes of a model a pass of the process holds wait, in order,
+// without the store being asked for it; the others apply.
+func TestConsumerKeepsOutcomesOfHeldModels(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	jobs := b.started(t, "a", "b")
+	b.clock.Advance(time.Minute)
+	store := &lockingStore{Store: b.store}
+	var mu sync.Mutex
+	held := map[string]bool{"a": true}
+	c, err := refresh.NewConsumer(refresh.ConsumerConfig{Store: store, Outcomes: b.queue, Clock: b.clock, Metrics: b.metrics,
+		HeldFunc: func(id string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return held[id]
+		}})
+	require.NoError(t, err)
+
+	b.queue.Deliver(refresh.Outcome{ModelID: "a", AttemptUID: jobs["a"].AttemptUID, Type: refresh.OutcomeStatus, Message: "first"})
+	b.queue.Deliver(refresh.Outcome{ModelID: "b", AttemptUID: jobs["b"].AttemptUID, Type: refresh.OutcomeSuccess})
+	r, err := c.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 2, Applied: 1, Deferred: 1}, r)
+	require.Equal(t, []string{"success:b"}, types(b.events(t)))
+	require.Equal(t, 1, store.writes)
+
+	b.queue.Deliver(refresh.Outcome{ModelID: "a", AttemptUID: jobs["a"].AttemptUID, Type: refresh.OutcomeSuccess})
+	r, err = c.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 2, Deferred: 2}, r)
+	require.Equal(t, 1, store.writes, "nothing but held models: the store is not asked")
+
+	mu.Lock()
+	held["a"] = false
+	mu.Unlock()
+	r, err = c.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, refresh.ConsumeResult{Received: 2, Applied: 2}, r)
+	require.Equal(t, []string{"status:a", "success:a"}, types(b.events(t)), "in order, once released")
+	require.EqualValues(t, 3, b.metrics.Deferred.Load())
+}
+
 func TestConsumerSetsAsideWhatTheStoreRefuses(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()

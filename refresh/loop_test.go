@@ -272,6 +272,43 @@ func TestSchedulerPushesBeforeTheWriteUnlessFailing(t *testing.T) {
 	require.Equal(t, m.AttemptUID, jobs[1].AttemptUID)
 }
 
+// holdsQueue records, at each push, whether the scheduler holds the
+// models of the jobs pushed.
+type holdsQueue struct {
+	refresh.Queue
+	s    *refresh.Scheduler
+	held []bool
+}
+
+func (q *holdsQueue) Push(ctx context.Context, jobs []refresh.Job) error {
+	for _, j := range jobs {
+		q.held = append(q.held, q.s.Holds(j.ModelID))
+	}
+	return q.Queue.Push(ctx, jobs)
+}
+
+// A pass holds the models of the jobs it pushed until it ends, whether it
+// pushed before its write or after it, and whether it commits or fails.
+func TestSchedulerHoldsPushedModelsUntilThePassEnds(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.put(t, "m", `{"timeout": "10m"}`, true)
+	store := &writeFailStore{Store: b.store, fail: map[int]bool{1: true}}
+	q := &holdsQueue{Queue: b.queue}
+	s, err := refresh.NewScheduler(refresh.SchedulerConfig{Store: store, Queue: q, Clock: b.clock})
+	require.NoError(t, err)
+	q.s = s
+	require.False(t, s.Holds("m"))
+	_, err = s.RunOnce(ctx)
+	require.ErrorContains(t, err, "write refused")
+	require.False(t, s.Holds("m"), "released by the pass that failed")
+	_, err = s.RunOnce(ctx)
+	require.NoError(t, err)
+	require.False(t, s.Holds("m"), "released by the pass that committed")
+	require.Equal(t, []bool{true, false}, store.early)
+	require.Equal(t, []bool{true, true}, q.held, "held while each pass pushed")
+}
+
 func TestConsumerFencesAndApplies(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()

@@ -114,6 +114,10 @@ type Scheduler struct {
 	// failing is set once a pass has failed, until one succeeds: the
 	// passes meanwhile push their jobs only once their batch is written.
 	failing atomic.Bool
+	// held are the models whose jobs the passes under way have pushed and
+	// not yet committed (Holds).
+	heldMu sync.Mutex
+	held   map[string]struct{}
 }
 
 // TickResult is what one pass did.
@@ -135,7 +139,31 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		return nil, err
 	}
 	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1), more: make(chan struct{}, max(cfg.Loops, 2)),
-		ended: make(chan struct{}, 1)}, nil
+		ended: make(chan struct{}, 1), held: map[string]struct{}{}}, nil
+}
+
+// Holds reports whether a pass of s under way has pushed the job of the
+// model and not yet committed: the pass holds the model locked, so an
+// outcome of the job cannot be applied before the pass ends (the consumer
+// keeps it until then without asking the store; serve wires it in).
+func (s *Scheduler) Holds(modelID string) bool {
+	s.heldMu.Lock()
+	_, ok := s.held[modelID]
+	s.heldMu.Unlock()
+	return ok
+}
+
+// hold adds the models of jobs to those Holds reports, or removes them.
+func (s *Scheduler) hold(jobs []Job, on bool) {
+	s.heldMu.Lock()
+	for _, j := range jobs {
+		if on {
+			s.held[j.ModelID] = struct{}{}
+		} else {
+			delete(s.held, j.ModelID)
+		}
+	}
+	s.heldMu.Unlock()
 }
 
 // Wake makes a sleeping Start loop look at the store at once; call it when
@@ -342,6 +370,8 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool
 	now := s.cfg.Clock.Now()
 	// obs is what the metrics observe once the pass commits.
 	var obs passObs
+	// pushed are the jobs pushed, their models held until the pass ends.
+	var pushed []Job
 	claimed, err := s.cfg.Store.ClaimDue(ctx, now, limit, func(due []Model, slots Slots) (Batch, error) {
 		if partial != nil && len(due) < limit {
 			partial.Store(true)
@@ -381,6 +411,8 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool
 			c.BeforeCommitFunc = func(ctx context.Context) error {
 				pushCtx, cancel := context.WithTimeout(ctx, s.cfg.PushTimeout)
 				defer cancel()
+				s.hold(jobs, true)
+				pushed = append(pushed, jobs...)
 				if err := s.cfg.Queue.Push(pushCtx, jobs); err != nil {
 					return fmt.Errorf("push %d jobs: %w", len(jobs), err)
 				}
@@ -389,6 +421,8 @@ func (s *Scheduler) runOnce(ctx context.Context, limit int, partial *atomic.Bool
 		}
 		return c.Batch, nil
 	})
+	// Released before EventsFunc, which wakes the consumer for them.
+	s.hold(pushed, false)
 	res.Claimed = claimed
 	s.cfg.Metrics.Ticks.Add(1)
 	s.failing.Store(err != nil)

@@ -643,7 +643,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	consumer, err = refresh.NewConsumer(refresh.ConsumerConfig{
 		Store: store, Outcomes: m.queue, Clock: clock, BatchSize: c.BatchSize,
-		Logger: log, Metrics: metrics, EventsFunc: publisher.Wake,
+		Logger: log, Metrics: metrics, EventsFunc: publisher.Wake, HeldFunc: scheduler.Holds,
 		AppliedFunc: func(res refresh.ConsumeResult, err error) {
 			if res.Due > 0 || res.Applied > 0 && waiting.Load() {
 				scheduler.Wake() // a retry is due at once, or a slot is free
