@@ -93,6 +93,13 @@ func printSoakSample(out io.Writer, s bench.SoakSample) {
 	fmt.Fprintf(out, "\n%s: %s cycles/s (%d succeeded, %d failed, %d timed out); %d starts late p50 %s, p99 %s, max %s\n",
 		benchDur(s.At), benchNumber(s.CyclesPerSec, 0), s.Succeeded, s.Failed, s.TimedOut, s.Starts,
 		benchMs(s.LateP50), benchMs(s.LateP99), benchMs(s.LateMax))
+	if len(s.Slow) > 0 {
+		parts := make([]string, len(s.Slow))
+		for i, w := range s.Slow {
+			parts[i] = fmt.Sprintf("%.0f s (%d)", w.At.Seconds(), w.Count)
+		}
+		fmt.Fprintf(out, "  starts over 100 ms late, most in the crowds due at %s\n", strings.Join(parts, ", "))
+	}
 	fmt.Fprintf(out, "  %d of their jobs reached the worker late p50 %s, p99 %s, max %s (after their start p50 %s, p99 %s)\n",
 		s.Reached, benchMs(s.ReachedP50), benchMs(s.ReachedP99), benchMs(s.ReachedMax), benchMs(s.HandOffP50), benchMs(s.HandOffP99))
 	fmt.Fprintf(out, "  %d outcomes received; kept for a later pass, their model locked: %d times\n", s.Outcomes, s.Deferred)

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,6 +128,10 @@ type SoakSample struct {
 	Succeeded, Failed, TimedOut int
 	Starts                      int
 	LateP50, LateP99, LateMax   time.Duration
+	// Slow are the seconds of the interval whose crowds had starts more
+	// than slowStart late, the most such starts first (at most maxSlow):
+	// where a p99 over the bound comes from.
+	Slow []SlowSecond
 	// Reached is how many jobs of first attempts reached the worker's
 	// handler in the interval, and ReachedP50... how late: when the
 	// worker took the job, minus the occurrence. A start's lateness ends
@@ -287,7 +293,7 @@ func (b *Bench) Soak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		case <-ctx.Done():
 			return res, ctx.Err()
 		}
-		s, err := b.soakSample(ctx, pool, grid, t0.Add(at-cfg.Interval), t0.Add(at), serve, worker)
+		s, err := b.soakSample(ctx, pool, grid, t0, t0.Add(at-cfg.Interval), t0.Add(at), serve, worker)
 		if err != nil {
 			return res, err
 		}
@@ -526,7 +532,7 @@ const dueSQL = `($1::timestamptz + make_interval(secs => o.off_s
 
 // soakSample reads what the interval from..to did and what the processes
 // and tables take now.
-func (b *Bench) soakSample(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, from, to time.Time, serve, worker *child) (SoakSample, error) {
+func (b *Bench) soakSample(ctx context.Context, pool *pgxpool.Pool, g steadyGrid, t0, from, to time.Time, serve, worker *child) (SoakSample, error) {
 	var s SoakSample
 	err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE outcome = 'success'),
 			count(*) FILTER (WHERE outcome = 'failure'), count(*) FILTER (WHERE outcome = 'timeout'), count(*)
@@ -535,7 +541,7 @@ func (b *Bench) soakSample(ctx context.Context, pool *pgxpool.Pool, g steadyGrid
 		return s, fmt.Errorf("soak sample: %w", err)
 	}
 	s.CyclesPerSec = float64(s.Ended) / to.Sub(from).Seconds()
-	if s.Starts, s.LateP50, s.LateP99, s.LateMax, err = g.lateness(ctx, pool, from, to); err != nil {
+	if err := g.lateness(ctx, pool, t0, from, to, &s); err != nil {
 		return s, err
 	}
 	if s.ServeRSS, err = residentSet(serve.pid()); err != nil {
@@ -556,18 +562,33 @@ func (b *Bench) soakSample(ctx context.Context, pool *pgxpool.Pool, g steadyGrid
 	return s, err
 }
 
-// lateness returns how many first attempts started from..to and the
-// median, 99th percentile and max of their lateness (nearest rank). It
-// reads the starts and computes each one's occurrence from the offsets the
-// grid keeps (a join with soak_offsets in PostgreSQL cost about two CPU
-// seconds a minute at 1,000,000 models, taken from what it measured).
-func (g steadyGrid) lateness(ctx context.Context, pool *pgxpool.Pool, from, to time.Time) (n int, p50, p99, worst time.Duration, err error) {
+// SlowSecond is a second of a sample whose crowd had starts more than
+// slowStart late: At is its occurrence, from the start of the load.
+type SlowSecond struct {
+	At    time.Duration
+	Count int
+}
+
+const (
+	slowStart = 100 * time.Millisecond // the soak's bound on the p99
+	maxSlow   = 5
+)
+
+// lateness sets, in s, how many first attempts started from..to and the
+// median, 99th percentile and max of their lateness (nearest rank), and
+// the seconds of the crowds with starts later than slowStart; t0 is the
+// start of the load. It reads the starts and computes each one's
+// occurrence from the offsets the grid keeps (a join with soak_offsets in
+// PostgreSQL cost about two CPU seconds a minute at 1,000,000 models,
+// taken from what it measured).
+func (g steadyGrid) lateness(ctx context.Context, pool *pgxpool.Pool, t0, from, to time.Time, s *SoakSample) error {
 	rows, err := pool.Query(ctx, `SELECT model_id, started_at FROM attempts
 		WHERE attempt_no = 1 AND started_at >= $1 AND started_at < $2`, from, to)
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("lateness: %w", err)
+		return fmt.Errorf("lateness: %w", err)
 	}
 	var late []time.Duration
+	slow := map[time.Time]int{}
 	var id string
 	var started time.Time
 	_, err = pgx.ForEachRow(rows, []any{&id, &started}, func() error {
@@ -575,14 +596,36 @@ func (g steadyGrid) lateness(ctx context.Context, pool *pgxpool.Pool, from, to t
 		if err != nil {
 			return err
 		}
-		late = append(late, started.Sub(due))
+		d := started.Sub(due)
+		late = append(late, d)
+		if d > slowStart {
+			slow[due]++
+		}
 		return nil
 	})
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("lateness: %w", err)
+		return fmt.Errorf("lateness: %w", err)
 	}
-	p50, p99, worst = quantiles(late)
-	return len(late), p50, p99, worst, nil
+	s.Starts = len(late)
+	s.LateP50, s.LateP99, s.LateMax = quantiles(late)
+	s.Slow = slowest(slow, t0)
+	return nil
+}
+
+// slowest returns the maxSlow seconds of counts with the most starts, the
+// most first (the earliest of a tie first), as offsets from t0.
+func slowest(counts map[time.Time]int, t0 time.Time) []SlowSecond {
+	out := make([]SlowSecond, 0, len(counts))
+	for at, n := range counts {
+		out = append(out, SlowSecond{At: at.Sub(t0), Count: n})
+	}
+	slices.SortFunc(out, func(a, b SlowSecond) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return cmp.Compare(a.At, b.At)
+	})
+	return out[:min(len(out), maxSlow)]
 }
 
 // due returns the occurrence of the grid that model id started at

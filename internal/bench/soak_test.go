@@ -74,6 +74,15 @@ func TestQuantiles(t *testing.T) {
 // The worker's output is read line by line, however it is cut: each
 // "took" line reaches the waiting sample, and only the other lines are
 // kept for error messages.
+func TestSlowest(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	require.Empty(t, slowest(map[time.Time]int{}, t0))
+	got := slowest(map[time.Time]int{at(61): 3, at(62): 900, at(70): 3, at(75): 40, at(80): 1, at(81): 3, at(90): 2}, t0)
+	require.Equal(t, []SlowSecond{{62 * time.Second, 900}, {75 * time.Second, 40}, {61 * time.Second, 3}, {70 * time.Second, 3}, {81 * time.Second, 3}}, got,
+		"the most first, a tie the earliest first, five at most")
+}
+
 func TestTookLines(t *testing.T) {
 	t.Parallel()
 	took := &tookLines{waiting: map[string]chan time.Time{}}
