@@ -147,10 +147,10 @@ type SoakSample struct {
 	// transaction held its model (serve's counters).
 	Outcomes, Deferred  int
 	ServeRSS, WorkerRSS int64
-	RedisMemory                        int64
-	Relations                          []Relation
-	Tables                             []TableStats
-	TotalBytes                         int64 // of every relation in Relations
+	RedisMemory         int64
+	Relations           []Relation
+	Tables              []TableStats
+	TotalBytes          int64 // of every relation in Relations
 	// WAL is what the server wrote in the interval: checkpoints (those
 	// its WAL volume requested too), WAL bytes and full-page images.
 	WAL WALActivity
