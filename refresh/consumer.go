@@ -253,18 +253,19 @@ func (c *Consumer) apply(ctx context.Context, outs []Outcome, blocked map[string
 // write applies outs in one store transaction and returns what it wrote
 // (for putChanges), the outcomes, in order, of the models another
 // transaction holds or that are blocked, and how many models it left due;
-// it adds the models of the outcomes it keeps to blocked.
+// it adds the models of the outcomes it keeps to blocked (those HeldFunc
+// reports at once: the store is not asked for them).
 func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string]bool) (*changes, []Outcome, int, error) {
 	ids := make([]string, 0, len(outs))
 	seen := make(map[string]bool, len(outs))
-	held := map[string]bool{}
 	for _, o := range outs {
 		if seen[o.ModelID] {
 			continue
 		}
 		seen[o.ModelID] = true
 		if c.cfg.HeldFunc != nil && !blocked[o.ModelID] && c.cfg.HeldFunc(o.ModelID) {
-			held[o.ModelID] = true
+			// Its outcomes are kept like those of a busy model.
+			blocked[o.ModelID] = true
 			continue
 		}
 		ids = append(ids, o.ModelID)
@@ -275,9 +276,6 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 	if len(ids) == 0 {
 		// Every model is held: nothing to ask the store.
 		ch, c.took = getChanges(0), c.took[:0]
-		for _, o := range outs {
-			blocked[o.ModelID] = true
-		}
 		return ch, outs, 0, nil
 	}
 	err := c.cfg.Store.TryModify(ctx, ids, func(found []Model, busy []string) (Batch, error) {
@@ -295,9 +293,6 @@ func (c *Consumer) write(ctx context.Context, outs []Outcome, blocked map[string
 		}
 		isBusy := make(map[string]bool, len(busy))
 		for _, id := range busy {
-			isBusy[id] = true
-		}
-		for id := range held {
 			isBusy[id] = true
 		}
 		for _, o := range outs {
