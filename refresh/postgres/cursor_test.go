@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/freshen-dev/freshen/refresh"
+	"github.com/freshen-dev/freshen/refresh/postgres"
 )
 
 // A pass that starts while another holds a full batch scans from past that
@@ -47,4 +48,29 @@ func TestClaimStartsPastTheBatchesHeld(t *testing.T) {
 	letGo()
 	require.EqualError(t, <-done, "let go")
 	require.Equal(t, []string{"z", "a", "b"}, claimAll(t, b.store, at(12*time.Second), 100), "from the floor again")
+}
+
+// Passes that start while other claims are under way, and so have no batch
+// to start past, each scan past the rows the claims under way take: rows
+// of their own. A pass past every model due claims none; once no claim is
+// under way, the passes scan from the floor again.
+func TestClaimStartsPastTheClaimsUnderWay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	put(t, b.store, model("a", at(time.Second)), model("b", at(2*time.Second)), model("c", at(3*time.Second)),
+		model("d", at(4*time.Second)), model("e", at(5*time.Second)), model("f", at(6*time.Second)))
+	// Before any is due, a pass sets the floor: for ten seconds, no pass
+	// scans from the start for the floor's sake.
+	require.Empty(t, claimAll(t, b.store, at(500*time.Millisecond), 2))
+	now := at(9 * time.Second)
+
+	first := postgres.StartClaim(b.store, 1)
+	require.Equal(t, []string{"b", "c"}, claimAll(t, b.store, now, 2), "past a, the first claim's")
+	second := postgres.StartClaim(b.store, 2)
+	require.Equal(t, []string{"f"}, claimAll(t, b.store, now, 2), "past a, and d and e, the second's")
+	require.Empty(t, claimAll(t, b.store, now, 2), "a, d and e are theirs")
+
+	first()
+	second()
+	require.Equal(t, []string{"a", "d"}, claimAll(t, b.store, now, 2), "from the floor again")
 }

@@ -51,3 +51,10 @@ const MaxCachedPolicies = maxCachedPolicies
 
 // Floor returns s's claim floor (zero: none).
 func Floor(s *Store) time.Time { return s.floor.next() }
+
+// StartClaim notes a claim of limit models under way in s, as ClaimDue
+// does while it scans, until end is called.
+func StartClaim(s *Store, limit int) (end func()) {
+	_, _, end = s.cursor.start(limit)
+	return end
+}

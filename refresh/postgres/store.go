@@ -57,7 +57,8 @@ type Store struct {
 	// floor is where a claim without limits starts its scan of the due
 	// models (see claimFloor).
 	floor claimFloor
-	// cursor holds where the full batches of the claims under way end.
+	// cursor holds where the full batches of the claims under way end,
+	// and where the claims under way start.
 	cursor claimCursor
 	// released is the count of policies_released that the last pass of
 	// PrunePolicies read, once it committed (nil before its first).
@@ -373,6 +374,39 @@ const claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
 
+// claimFromSQL returns the key of the row $5 + 1 rows past the key ($3,
+// $4) of those claimSQL would scan.
+const claimFromSQL = `SELECT due_at, id FROM models
+	WHERE due_at <= $1 AND due_at >= $2 AND (due_at, id) > ($3, $4) AND NOT waiting_for_slot
+	ORDER BY due_at, id
+	OFFSET $5 LIMIT 1`
+
+// claimFrom returns the key past which a claim that starts at st scans
+// (nil: from the floor, scan), not before held; and false if the claims
+// under way before it take every model due at now.
+func (s *Store) claimFrom(ctx context.Context, now, scan time.Time, st *claimStart, held *claimKey) (*claimKey, bool, error) {
+	if st.skip == 0 {
+		return st.base, true, nil
+	}
+	base := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	var id string
+	if st.base != nil {
+		base, id = pgtype.Timestamptz{Time: st.base.due, Valid: true}, st.base.id
+	}
+	var k claimKey
+	err := s.pool.QueryRow(ctx, claimFromSQL, now, floorArg(scan), base, id, st.skip-1).Scan(&k.due, &k.id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if beyond(held, &k) {
+		return held, true, nil
+	}
+	return &k, true, nil
+}
+
 // claimAfterSQL is claimSQL from past the key ($4, $5) on (see
 // claimCursor).
 const claimAfterSQL = `SELECT ctid, ` + modelColumns + ` FROM models
@@ -396,8 +430,8 @@ const claimAfterSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 //
 // Without limits, the claim scans the due models from the store's floor up
 // (see claimFloor), or from past the full batches that the store's other
-// claims under way hold (see claimCursor), and its transaction checks how
-// far the floor may rise.
+// claims under way hold or the rows they are claiming (see claimCursor),
+// and its transaction checks how far the floor may rise.
 //
 // If fn returns an error nothing is written and ClaimDue returns the number
 // of models passed to fn with that error.
@@ -427,11 +461,25 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		fw = floorWrite{check: true, from: fp.check, to: now.Add(-floorMargin)}
 		// The pass that scans from the start for the floor's sake
 		// (claimFloor) scans all of it.
-		if k := s.cursor.last(); k != nil && !(fp.scan.IsZero() && !fp.check.IsZero()) {
-			tx, err = s.beginQuery(ctx, nil, collect, claimAfterSQL, now, limit, floorArg(fp.scan), k.due, k.id)
+		var from *claimKey
+		end := func() {}
+		if !(fp.scan.IsZero() && !fp.check.IsZero()) {
+			var st *claimStart
+			var held *claimKey
+			st, held, end = s.cursor.start(limit)
+			var some bool
+			if from, some, err = s.claimFrom(ctx, now, fp.scan, st, held); err != nil || !some {
+				// The claims under way take every model due.
+				end()
+				return 0, storeError("claim due models", err)
+			}
+		}
+		if from != nil {
+			tx, err = s.beginQuery(ctx, nil, collect, claimAfterSQL, now, limit, floorArg(fp.scan), from.due, from.id)
 		} else {
 			tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit, floorArg(fp.scan))
 		}
+		end()
 	}
 	if err != nil {
 		return 0, storeError("claim due models", err)
