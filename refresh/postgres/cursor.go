@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -21,23 +22,26 @@ import (
 // past the greatest such key. Passes that start together (the helpers a
 // small first pass wakes) have no batch to start past yet: each notes
 // where it starts and how many it claims while its claim is under way, and
-// the next one starts that many rows further (claimFrom), so that each
-// scans rows of its own. This only narrows where a pass
-// looks: the rows it leaves below its start are held by those passes, or
-// were written due there since (or freed by a pass that rolled back), and
-// the passes that start once no full batch is held and no claim is under
-// way, and NextDue, scan from the floor and find them.
+// the next one starts past as many rows from there (one at a time, so that
+// each finds the one before it), so that each scans rows of its own. This
+// only narrows where a pass looks: the rows it leaves below its start are
+// held by those passes, or were written due there since (or freed by a
+// pass that rolled back), and the passes that start once no full batch is
+// held and no claim is under way, and NextDue, scan from the floor and
+// find them.
 type claimCursor struct {
-	mu     sync.Mutex
-	held   []*claimKey
-	starts []*claimStart // of the claims under way
+	// starting lets one claim at a time find where it starts.
+	starting sync.Mutex
+	mu       sync.Mutex
+	held     []*claimKey
+	starts   []*claimStart // of the claims under way
 }
 
-// claimStart is where a claim of limit models starts: skip rows past base
-// (nil: the floor).
+// claimStart is where a claim of limit models under way started: past key
+// (nil: from the floor).
 type claimStart struct {
-	base        *claimKey
-	skip, limit int
+	key   *claimKey
+	limit int
 }
 
 // claimKey is the (due_at, id) of a row of models, models_due_at's order.
@@ -62,30 +66,43 @@ func keyOf(m *refresh.Model) *claimKey {
 	return &claimKey{due: dueAt(*m).Truncate(time.Microsecond), id: m.ID}
 }
 
-// start notes a claim of limit models that starts now until the returned
-// function is called, and returns where it starts: past the rows of the
-// claim under way that starts furthest, or with none, past the greatest
-// key held; and the greatest key held.
-func (c *claimCursor) start(limit int) (st *claimStart, held *claimKey, end func()) {
+// start returns where a claim of limit models that starts now scans from,
+// past the greatest key held, and notes it until end is called. While
+// claims are under way, it starts past the rows of the one that starts
+// furthest: past the key that past returns for that claim's start and
+// limit. If past finds none (false), the claims under way take every model
+// due: start returns false and notes nothing.
+func (c *claimCursor) start(limit int, past func(from *claimKey, n int) (*claimKey, bool, error)) (from *claimKey, ok bool, end func(), err error) {
+	c.starting.Lock()
+	defer c.starting.Unlock()
+	for {
+		var top *claimStart
+		from, top = c.furthest()
+		if top == nil {
+			break
+		}
+		k, ok, err := past(top.key, top.limit)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		if !c.underWay(top) {
+			// It ended meanwhile and may have committed before past read:
+			// its rows then no longer count. Again, past what it holds.
+			continue
+		}
+		if !ok {
+			return nil, false, nil, nil
+		}
+		if !beyond(from, k) {
+			from = k
+		}
+		break
+	}
+	st := &claimStart{key: from, limit: limit}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, k := range c.held {
-		if beyond(k, held) {
-			held = k
-		}
-	}
-	st = &claimStart{base: held, limit: limit}
-	var top *claimStart
-	for _, o := range c.starts {
-		if top == nil || beyond(o.base, top.base) || !beyond(top.base, o.base) && o.skip > top.skip {
-			top = o
-		}
-	}
-	if top != nil {
-		st.base, st.skip = top.base, top.skip+top.limit
-	}
 	c.starts = append(c.starts, st)
-	return st, held, func() {
+	return from, true, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for i, o := range c.starts {
@@ -94,7 +111,32 @@ func (c *claimCursor) start(limit int) (st *claimStart, held *claimKey, end func
 				return
 			}
 		}
+	}, nil
+}
+
+// furthest returns the greatest key held and the claim under way that
+// starts furthest.
+func (c *claimCursor) furthest() (held *claimKey, top *claimStart) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range c.held {
+		if beyond(k, held) {
+			held = k
+		}
 	}
+	for _, o := range c.starts {
+		if top == nil || beyond(o.key, top.key) {
+			top = o
+		}
+	}
+	return held, top
+}
+
+// underWay reports whether st is still noted.
+func (c *claimCursor) underWay(st *claimStart) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.starts, st)
 }
 
 // hold adds k until the returned function is called.

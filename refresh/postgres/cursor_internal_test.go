@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,33 +9,76 @@ import (
 )
 
 func TestClaimCursorStart(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	key := func(s int) *claimKey { return &claimKey{due: t0.Add(time.Duration(s) * time.Second), id: "k"} }
+	// past counts seconds from t0 (the floor is 0): the row n past the key
+	// at s is at s+n, up to last.
+	var asked []string
+	last := 7
+	past := func(from *claimKey, n int) (*claimKey, bool, error) {
+		s := 0
+		if from != nil {
+			s = int(from.due.Sub(t0) / time.Second)
+		}
+		asked = append(asked, fmt.Sprintf("%d+%d", s, n))
+		if s+n > last {
+			return nil, false, nil
+		}
+		return key(s + n), true, nil
+	}
 	var c claimCursor
-	st, held, end0 := c.start(2)
-	require.Equal(t, &claimStart{limit: 2}, st, "nothing held or under way: from the floor")
-	require.Nil(t, held)
-	_, _, end1 := c.start(2)
-	end0()
-	end1()
+	start := func(limit int) (*claimKey, bool, func()) {
+		from, ok, end, err := c.start(limit, past)
+		require.NoError(t, err)
+		return from, ok, end
+	}
 
-	k := &claimKey{due: time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC), id: "k"}
-	release := c.hold(k)
-	st, held, end0 = c.start(2)
-	require.Equal(t, &claimStart{base: k, limit: 2}, st, "past the key held")
-	require.Equal(t, k, held)
-	st, _, end1 = c.start(2)
-	require.Equal(t, &claimStart{base: k, skip: 2, limit: 2}, st, "a batch past the claim under way")
-	st, _, end2 := c.start(2)
-	require.Equal(t, &claimStart{base: k, skip: 4, limit: 2}, st)
-	end0()
-	st, _, end3 := c.start(2)
-	require.Equal(t, &claimStart{base: k, skip: 6, limit: 2}, st, "past the furthest claim under way")
+	from, ok, endA := start(2)
+	require.True(t, ok)
+	require.Nil(t, from, "nothing held or under way: from the floor")
+	from, _, endB := start(3)
+	require.Equal(t, key(2), from, "past the 2 rows of the claim under way")
+	from, _, endC := start(1)
+	require.Equal(t, key(5), from, "past the 3 rows of the one under way that starts furthest")
+	endB()
+	from, _, endD := start(2)
+	require.Equal(t, key(6), from)
+	_, ok, endE := start(1)
+	require.False(t, ok, "the claims under way take every row")
+	require.Nil(t, endE)
+	require.Equal(t, []string{"0+2", "2+3", "5+1", "6+2"}, asked)
+	endA()
+	endC()
+	endD()
+	require.Empty(t, c.starts)
 
+	asked, last = nil, 30
+	release := c.hold(key(9))
+	from, _, endA = start(2)
+	require.Equal(t, key(9), from, "past the batch held")
+	release = func(r func()) func() { r(); return c.hold(key(20)) }(release)
+	from, _, endB = start(2)
+	require.Equal(t, key(20), from, "past the batch held, further than the claim under way")
+	require.Equal(t, []string{"9+2"}, asked)
+	endA()
+	endB()
 	release()
-	end1()
-	end2()
-	end3()
-	st, held, _ = c.start(2)
-	require.Equal(t, &claimStart{limit: 2}, st)
-	require.Nil(t, held)
-	require.Len(t, c.starts, 1)
+
+	// A claim under way that ends while past reads (and holds its batch,
+	// and may commit, so that its rows leave the count): start looks again.
+	from, _, endA = start(2)
+	require.Nil(t, from)
+	var released func()
+	calls := 0
+	from, _, endB, err := c.start(2, func(*claimKey, int) (*claimKey, bool, error) {
+		calls++
+		released = c.hold(key(4))
+		endA()
+		return key(2), true, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, key(4), from, "past the batch it holds, not the rows read before")
+	require.Equal(t, 1, calls)
+	endB()
+	released()
 }

@@ -64,9 +64,11 @@ func TestClaimStartsPastTheClaimsUnderWay(t *testing.T) {
 	require.Empty(t, claimAll(t, b.store, at(500*time.Millisecond), 2))
 	now := at(9 * time.Second)
 
-	first := postgres.StartClaim(b.store, 1)
+	first, err := postgres.StartClaim(b.store, now, 1)
+	require.NoError(t, err)
 	require.Equal(t, []string{"b", "c"}, claimAll(t, b.store, now, 2), "past a, the first claim's")
-	second := postgres.StartClaim(b.store, 2)
+	second, err := postgres.StartClaim(b.store, now, 2)
+	require.NoError(t, err)
 	require.Equal(t, []string{"f"}, claimAll(t, b.store, now, 2), "past a, and d and e, the second's")
 	require.Empty(t, claimAll(t, b.store, now, 2), "a, d and e are theirs")
 

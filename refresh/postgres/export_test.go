@@ -52,9 +52,11 @@ const MaxCachedPolicies = maxCachedPolicies
 // Floor returns s's claim floor (zero: none).
 func Floor(s *Store) time.Time { return s.floor.next() }
 
-// StartClaim notes a claim of limit models under way in s, as ClaimDue
-// does while it scans, until end is called.
-func StartClaim(s *Store, limit int) (end func()) {
-	_, _, end = s.cursor.start(limit)
-	return end
+// StartClaim notes a claim of limit models under way in s at now, as
+// ClaimDue does while it scans, until end is called.
+func StartClaim(s *Store, now time.Time, limit int) (end func(), err error) {
+	_, _, end, err = s.cursor.start(limit, func(k *claimKey, n int) (*claimKey, bool, error) {
+		return s.rowPast(context.Background(), now, s.floor.next(), k, n)
+	})
+	return end, err
 }

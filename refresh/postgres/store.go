@@ -374,35 +374,29 @@ const claimSQL = `SELECT ctid, ` + modelColumns + ` FROM models
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
 
-// claimFromSQL returns the key of the row $5 + 1 rows past the key ($3,
+// rowPastSQL returns the key of the row $5 + 1 rows past the key ($3,
 // $4) of those claimSQL would scan.
-const claimFromSQL = `SELECT due_at, id FROM models
+const rowPastSQL = `SELECT due_at, id FROM models
 	WHERE due_at <= $1 AND due_at >= $2 AND (due_at, id) > ($3, $4) AND NOT waiting_for_slot
 	ORDER BY due_at, id
 	OFFSET $5 LIMIT 1`
 
-// claimFrom returns the key past which a claim that starts at st scans
-// (nil: from the floor, scan), not before held; and false if the claims
-// under way before it take every model due at now.
-func (s *Store) claimFrom(ctx context.Context, now, scan time.Time, st *claimStart, held *claimKey) (*claimKey, bool, error) {
-	if st.skip == 0 {
-		return st.base, true, nil
-	}
-	base := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+// rowPast returns the key of the row n rows past from (nil: the floor,
+// scan) of those due at now that a claim would scan, without a lock; false
+// if there are fewer.
+func (s *Store) rowPast(ctx context.Context, now, scan time.Time, from *claimKey, n int) (*claimKey, bool, error) {
+	after := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	var id string
-	if st.base != nil {
-		base, id = pgtype.Timestamptz{Time: st.base.due, Valid: true}, st.base.id
+	if from != nil {
+		after, id = pgtype.Timestamptz{Time: from.due, Valid: true}, from.id
 	}
 	var k claimKey
-	err := s.pool.QueryRow(ctx, claimFromSQL, now, floorArg(scan), base, id, st.skip-1).Scan(&k.due, &k.id)
+	err := s.pool.QueryRow(ctx, rowPastSQL, now, floorArg(scan), after, id, n-1).Scan(&k.due, &k.id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
-	}
-	if beyond(held, &k) {
-		return held, true, nil
 	}
 	return &k, true, nil
 }
@@ -464,13 +458,12 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		var from *claimKey
 		end := func() {}
 		if !(fp.scan.IsZero() && !fp.check.IsZero()) {
-			var st *claimStart
-			var held *claimKey
-			st, held, end = s.cursor.start(limit)
 			var some bool
-			if from, some, err = s.claimFrom(ctx, now, fp.scan, st, held); err != nil || !some {
+			from, some, end, err = s.cursor.start(limit, func(k *claimKey, n int) (*claimKey, bool, error) {
+				return s.rowPast(ctx, now, fp.scan, k, n)
+			})
+			if err != nil || !some {
 				// The claims under way take every model due.
-				end()
 				return 0, storeError("claim due models", err)
 			}
 		}
@@ -479,17 +472,17 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 		} else {
 			tx, err = s.beginQuery(ctx, nil, collect, claimSQL, now, limit, floorArg(fp.scan))
 		}
+		if err == nil && len(locked.models) == limit {
+			// The passes that start while this one holds its batch scan
+			// from past it (noted before the claim stops being under way).
+			defer s.cursor.hold(keyOf(&locked.models[limit-1]))()
+		}
 		end()
 	}
 	if err != nil {
 		return 0, storeError("claim due models", err)
 	}
 	defer tx.rollback() // a no-op after the commit
-	if !limited && len(locked.models) == limit {
-		// The passes that start while this one holds its batch scan from
-		// past it.
-		defer s.cursor.hold(keyOf(&locked.models[limit-1]))()
-	}
 	var slots refresh.Slots
 	if limited {
 		if slots, err = s.claimForSlots(ctx, tx, now, limit, &locked, budget); err != nil {
