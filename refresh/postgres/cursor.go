@@ -105,12 +105,7 @@ func (c *claimCursor) start(limit int, past func(from *claimKey, n int) (*claimK
 	return from, true, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for i, o := range c.starts {
-			if o == st {
-				c.starts = append(c.starts[:i], c.starts[i+1:]...)
-				return
-			}
-		}
+		c.starts = slices.DeleteFunc(c.starts, func(o *claimStart) bool { return o == st })
 	}, nil
 }
 
@@ -147,11 +142,6 @@ func (c *claimCursor) hold(k *claimKey) (release func()) {
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for i, h := range c.held {
-			if h == k {
-				c.held = append(c.held[:i], c.held[i+1:]...)
-				return
-			}
-		}
+		c.held = slices.DeleteFunc(c.held, func(h *claimKey) bool { return h == k })
 	}
 }
