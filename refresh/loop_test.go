@@ -105,7 +105,11 @@ func TestSchedulerStartSleepsUntilDue(t *testing.T) {
 	b := setup(t)
 	b.put(t, "hourly", hourly, false) // first run at 05:00
 	ticks := make(chan refresh.TickResult, 10)
-	s := b.scheduler(t, refresh.SchedulerConfig{TickedFunc: func(r refresh.TickResult, err error) {
+	// MaxSleep beyond the half hour to 05:00, so that the loop's one timer
+	// is for 05:00 (with the default minute, the timer for 04:31 would
+	// fire at 04:59:59 below, and that pass could read the clock before
+	// it reaches 05:00).
+	s := b.scheduler(t, refresh.SchedulerConfig{MaxSleep: time.Hour, TickedFunc: func(r refresh.TickResult, err error) {
 		require.NoError(t, err)
 		ticks <- r
 	}})
@@ -117,7 +121,9 @@ func TestSchedulerStartSleepsUntilDue(t *testing.T) {
 	require.Equal(t, refresh.TickResult{}, <-ticks, "nothing due at 04:30")
 	waitFor(t, func() bool { return b.clock.Waiters() == 1 })
 	b.clock.Set(time.Date(2026, 3, 2, 4, 59, 59, 0, time.UTC))
-	// The loop's timer is for 05:00; nothing ticks before it.
+	// The loop's timer is for 05:00; nothing ticks before it (Set fires
+	// a due timer before it returns, and the waiter goes with it).
+	require.Equal(t, 1, b.clock.Waiters(), "the loop's timer fired before 05:00")
 	select {
 	case r := <-ticks:
 		t.Fatalf("ticked early: %+v", r)
