@@ -6,9 +6,36 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freshen-dev/freshen/queue"
 	"github.com/freshen-dev/freshen/refresh"
 	"github.com/freshen-dev/freshen/rrule"
 )
+
+// redisServers names the servers of Redis Sentinel or Redis Cluster, when
+// Redis runs so; the Redis URL then gives only credentials and options.
+// serve and work take the same flags for them.
+type redisServers struct {
+	RedisSentinelMaster   string
+	RedisSentinelAddrs    []string
+	RedisSentinelPassword string
+	RedisClusterAddrs     []string
+}
+
+// addFlags defines the flags of r on fs.
+func (r *redisServers) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&r.RedisSentinelMaster, "redis-sentinel-master", r.RedisSentinelMaster, "name of the Redis primary that Redis Sentinel watches (with --redis-sentinel-addrs)")
+	listVar(fs, &r.RedisSentinelAddrs, "redis-sentinel-addrs", "comma-separated host:port of the Redis Sentinels; --redis-url then has no host (e.g. redis://:password@/0)")
+	fs.StringVar(&r.RedisSentinelPassword, "redis-sentinel-password", r.RedisSentinelPassword, "password of the Redis Sentinels, if they need one")
+	listVar(fs, &r.RedisClusterAddrs, "redis-cluster-addrs", "comma-separated host:port of some Redis Cluster nodes; --redis-url then has no host")
+}
+
+// clientConfig is the configuration of the Redis client of r and url.
+func (r redisServers) clientConfig(url string) queue.ClientConfig {
+	return queue.ClientConfig{
+		URL: url, SentinelMaster: r.RedisSentinelMaster, SentinelAddrs: r.RedisSentinelAddrs,
+		SentinelPassword: r.RedisSentinelPassword, ClusterAddrs: r.RedisClusterAddrs,
+	}
+}
 
 // durationValue is a flag.Value of a duration written as policies write
 // them: Go syntax ("90s", "1h30m") or ISO 8601 ("PT30S", "P1D").

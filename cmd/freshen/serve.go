@@ -174,10 +174,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--database-url: %w", m.redact.Error(err))
 	}
-	m.client, err = queue.NewClient(queue.ClientConfig{
-		URL: c.RedisURL, SentinelMaster: c.RedisSentinelMaster, SentinelAddrs: c.RedisSentinelAddrs,
-		SentinelPassword: c.RedisSentinelPassword, ClusterAddrs: c.RedisClusterAddrs,
-	})
+	m.client, err = queue.NewClient(c.redisServers.clientConfig(c.RedisURL))
 	if err != nil {
 		return fmt.Errorf("%w", m.redact.Error(err))
 	}

@@ -22,12 +22,7 @@ type ServeConfig struct {
 	// (a direct connection), rather than DatabaseURL (see notify.go).
 	ListenDatabaseURL string
 	RedisURL          string
-	// Redis names the servers of Redis Sentinel or Redis Cluster, when
-	// Redis runs so; RedisURL then gives only credentials and options.
-	RedisSentinelMaster   string
-	RedisSentinelAddrs    []string
-	RedisSentinelPassword string
-	RedisClusterAddrs     []string
+	redisServers
 	// RedisPrefix starts every Redis key; workers use the same one.
 	RedisPrefix string
 	Addr        string
@@ -181,10 +176,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL; give one with a password in the environment (FRESHEN_DATABASE_URL or DATABASE_URL): a command line is no secret")
 	fs.StringVar(&c.ListenDatabaseURL, "listen-database-url", c.ListenDatabaseURL, "PostgreSQL URL for LISTEN, a direct connection (or a pooler in session mode) when --database-url is a pooler in transaction mode; default --database-url")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL, e.g. redis://localhost:6379/0; give one with a password in the environment (FRESHEN_REDIS_URL or REDIS_URL): a command line is no secret")
-	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", c.RedisSentinelMaster, "name of the Redis primary that Redis Sentinel watches (with --redis-sentinel-addrs)")
-	listVar(fs, &c.RedisSentinelAddrs, "redis-sentinel-addrs", "comma-separated host:port of the Redis Sentinels; --redis-url then has no host (e.g. redis://:password@/0)")
-	fs.StringVar(&c.RedisSentinelPassword, "redis-sentinel-password", c.RedisSentinelPassword, "password of the Redis Sentinels, if they need one")
-	listVar(fs, &c.RedisClusterAddrs, "redis-cluster-addrs", "comma-separated host:port of some Redis Cluster nodes; --redis-url then has no host")
+	c.redisServers.addFlags(fs)
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key; workers must use the same")
 	durationVar(fs, &c.ConsumerLease, "consumer-lease", c.ConsumerLease, "how long this instance may go unseen before another takes back the outcomes it holds")
 	limitFlags(fs, &c.Limits)

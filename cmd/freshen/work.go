@@ -106,12 +106,9 @@ type workConfig struct {
 	Lease           time.Duration
 	LogLevel        slog.Level
 
-	RedisURL              string
-	RedisSentinelMaster   string
-	RedisSentinelAddrs    []string
-	RedisSentinelPassword string
-	RedisClusterAddrs     []string
-	RedisPrefix           string
+	RedisURL string
+	redisServers
+	RedisPrefix string
 }
 
 // runWork is `freshen work`: a worker that runs a command for each job.
@@ -146,10 +143,7 @@ func parseWorkFlags(args []string, stderr io.Writer) (workConfig, error) {
 	fs.StringVar(&c.ID, "id", c.ID, "name of this worker among the workers of its queue; keep it across restarts to have the jobs of a previous life given back at once (default: host name, process id and a random suffix)")
 	durationVar(fs, &c.Lease, "lease", c.Lease, "how long this worker may go unseen before other workers give back its jobs")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL, e.g. redis://localhost:6379/0 (env FRESHEN_REDIS_URL or REDIS_URL)")
-	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", c.RedisSentinelMaster, "name of the Redis primary that Redis Sentinel watches (with --redis-sentinel-addrs)")
-	listVar(fs, &c.RedisSentinelAddrs, "redis-sentinel-addrs", "comma-separated host:port of the Redis Sentinels; --redis-url then has no host (e.g. redis://:password@/0)")
-	fs.StringVar(&c.RedisSentinelPassword, "redis-sentinel-password", c.RedisSentinelPassword, "password of the Redis Sentinels, if they need one")
-	listVar(fs, &c.RedisClusterAddrs, "redis-cluster-addrs", "comma-separated host:port of some Redis Cluster nodes; --redis-url then has no host")
+	c.redisServers.addFlags(fs)
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", c.RedisPrefix, "prefix of every Redis key; serve's")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
@@ -214,10 +208,7 @@ func runWorkConfig(ctx context.Context, c workConfig, logOut io.Writer) error {
 	if err != nil {
 		return redact.Error(err)
 	}
-	client, err := queue.NewClient(queue.ClientConfig{
-		URL: redisURL, SentinelMaster: c.RedisSentinelMaster, SentinelAddrs: c.RedisSentinelAddrs,
-		SentinelPassword: c.RedisSentinelPassword, ClusterAddrs: c.RedisClusterAddrs,
-	})
+	client, err := queue.NewClient(c.redisServers.clientConfig(redisURL))
 	if err != nil {
 		return redact.Error(err)
 	}
