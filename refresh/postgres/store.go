@@ -462,9 +462,12 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, limit int, fn func(
 			from, some, end, err = s.cursor.start(limit, func(k *claimKey, n int) (*claimKey, bool, error) {
 				return s.rowPast(ctx, now, fp.scan, k, n)
 			})
-			if err != nil || !some {
-				// The claims under way take every model due.
+			if err != nil {
 				return 0, storeError("claim due models", err)
+			}
+			if !some {
+				// The claims under way take every model due.
+				return 0, nil
 			}
 		}
 		if from != nil {
